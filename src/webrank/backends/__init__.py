@@ -1,0 +1,105 @@
+"""Compute backends: ``cpu`` (NumPy/SciPy/Numba) and ``gpu`` (CuPy, custom CUDA kernels).
+
+:func:`make_operator` picks one by name; ``"auto"`` takes the GPU when CuPy sees one.
+CuPy is imported only here, lazily, so webrank works on machines without it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult
+from webrank.errors import DeviceUnavailableError
+from webrank.graph import Graph
+
+__all__ = [
+    "CRITERIA",
+    "DEVICES",
+    "PageRankOperator",
+    "StepsResult",
+    "gpu_available",
+    "gpu_name",
+    "make_operator",
+    "resolve_device",
+]
+
+DEVICES = ("auto", "cpu", "gpu")
+
+_GPU_HELP = (
+    'install the GPU extra: pip install "webrank[gpu]" (CUDA 12 drivers) or '
+    '"webrank[gpu-cuda13]" (CUDA 13), on a machine with an NVIDIA GPU'
+)
+
+
+@functools.cache
+def _gpu_status() -> tuple[bool, str]:
+    """(usable, reason) for the GPU backend, probed once per process."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return False, f"CuPy is not importable ({type(exc).__name__}: {exc}); {_GPU_HELP}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return False, f"CuPy sees no CUDA device ({exc}); {_GPU_HELP}"
+    if count < 1:
+        return False, f"CuPy sees no CUDA device; {_GPU_HELP}"
+    return True, ""
+
+
+def gpu_available() -> bool:
+    """True when CuPy is installed and sees at least one CUDA GPU."""
+    return _gpu_status()[0]
+
+
+def gpu_name() -> str | None:
+    """Name of the current CUDA device, or None without one."""
+    if not gpu_available():
+        return None
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def resolve_device(device: str) -> str:
+    """Map ``"auto"``/``"cpu"``/``"gpu"`` to the backend that will run.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        ``device="gpu"`` on a machine where the GPU backend cannot run; the message
+        says how to install the GPU extra.
+    """
+    if device == "cpu":
+        return "cpu"
+    ok, reason = _gpu_status()
+    if device == "gpu":
+        if not ok:
+            raise DeviceUnavailableError(f"device='gpu' requested but {reason}")
+        return "gpu"
+    return "gpu" if ok else "cpu"
+
+
+def make_operator(
+    graph: Graph,
+    *,
+    device: str,
+    alpha: float,
+    personalization: np.ndarray | None,
+    dangling: np.ndarray | None,
+    dtype: str,
+    **options: Any,
+) -> PageRankOperator:
+    """The Google-matrix operator of ``graph`` on ``device`` ("cpu" or "gpu")."""
+    if device == "gpu":
+        from webrank.backends.gpu import GPUOperator
+
+        return GPUOperator(graph, alpha, personalization, dangling, dtype, **options)
+    from webrank.backends.cpu import CPUOperator
+
+    return CPUOperator(graph, alpha, personalization, dangling, dtype)

@@ -1,0 +1,95 @@
+"""Exceptions raised by webrank.
+
+A small hierarchy so that callers can catch everything webrank raises on purpose
+(:class:`WebrankError`) or one kind of problem at a time. Each error also derives from
+the built-in exception users would expect (``ValueError`` for bad input, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConvergenceError",
+    "DeviceMemoryError",
+    "DeviceUnavailableError",
+    "GraphFormatError",
+    "WebrankError",
+]
+
+
+class WebrankError(Exception):
+    """Base class of every error webrank raises on purpose."""
+
+
+class GraphFormatError(WebrankError, ValueError):
+    """A graph file (or array input) is malformed.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong and, where possible, how to fix it.
+    path : str, optional
+        The file concerned.
+    line : int, optional
+        1-based line number of the offending text.
+    text : str, optional
+        The offending text (shortened to 80 characters).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Any = None,
+        line: int | None = None,
+        text: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        if text is not None and len(text) > 80:
+            text = text[:77] + "..."
+        self.text = text
+        self.reason = message
+        where = ""
+        if self.path is not None:
+            where = self.path
+            if line is not None:
+                where += f", line {line}"
+            where += ": "
+        shown = f" (got {text!r})" if text is not None else ""
+        super().__init__(f"{where}{message}{shown}")
+
+
+class ConvergenceError(WebrankError, RuntimeError):
+    """The solver did not reach the requested tolerance within ``max_iter``.
+
+    The last iterate is kept in :attr:`result` (a :class:`webrank.PageRankResult` with
+    ``converged=False``), so the work is not lost.
+    """
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        last = result.residuals[-1] if len(result.residuals) else float("nan")
+        super().__init__(
+            f"PageRank did not converge in {result.iterations} iterations "
+            f"(last {result.criterion} residual {last:.3e} > tol {result.tol:.1e}); "
+            "raise max_iter, loosen tol, or pass raise_on_nonconvergence=False "
+            "to get the last iterate"
+        )
+
+
+class DeviceUnavailableError(WebrankError, RuntimeError):
+    """A GPU was requested but none can be used."""
+
+
+class DeviceMemoryError(WebrankError, MemoryError):
+    """The graph does not fit in the free memory of the GPU."""
+
+    def __init__(self, needed: int, free: int, what: str = "the graph") -> None:
+        self.needed = needed
+        self.free = free
+        super().__init__(
+            f"{what} needs {needed / 2**30:.2f} GiB of GPU memory but only "
+            f"{free / 2**30:.2f} GiB is free; use device='cpu', float32, or a larger GPU"
+        )

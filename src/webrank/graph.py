@@ -1,0 +1,396 @@
+"""The graph container: a directed graph stored as its in-link CSR.
+
+PageRank pulls rank along in-links (``x'[i] = sum over j -> i of x[j] / out(j)``), so the
+matrix webrank keeps is ``A`` with ``A[i, j] != 0`` iff there is an edge ``j -> i``:
+row = target, column = source. Rows are stored as CSR (``indptr``, ``indices``),
+sources sorted within each row.
+
+Node-set and edge policy (the same as ``networkx.DiGraph`` built from the same edge list):
+
+* **Node set** — by default the nodes are the ids that occur in some edge
+  (``node_ids="appear"``); they are numbered ``0..n-1`` in increasing id order and the
+  original ids are kept in :attr:`Graph.labels`. ``node_ids="range"`` uses ``0..max id``
+  (or ``0..num_nodes-1``), so ids that never occur become isolated nodes (they are
+  dangling and receive only teleport and dangling rank).
+* **Duplicate edges** — ``duplicates="collapse"`` (default) keeps one edge, as a
+  ``DiGraph`` does; with weights the last occurrence's weight wins, as when networkx
+  adds the same edge twice. ``duplicates="sum"`` adds the weights of parallel edges
+  (a multigraph, as ``networkx.pagerank`` treats a ``MultiDiGraph``).
+* **Self-loops** are kept, as networkx keeps them: a page linking to itself keeps part
+  of its rank.
+* **Weights** must be finite and non-negative. A node whose out-edges all have weight 0
+  has out-weight 0 and is treated as dangling, as in networkx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from webrank.errors import GraphFormatError
+
+__all__ = ["Graph"]
+
+NodeIds = Literal["appear", "range"]
+Duplicates = Literal["collapse", "sum"]
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _index_dtype(limit: int) -> np.dtype:
+    """The smallest of int32/int64 that holds values up to ``limit``."""
+    return np.dtype(np.int32) if limit <= _INT32_MAX else np.dtype(np.int64)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Graph:
+    """A directed graph for PageRank, stored as its in-link CSR.
+
+    Build one with :meth:`Graph.from_edges` or :func:`webrank.load`; the constructor
+    takes already-validated arrays.
+
+    Attributes
+    ----------
+    indptr : ndarray of int32 or int64, shape (n + 1,)
+        Row pointers of the in-link CSR (int64 once the edge count needs it).
+    indices : ndarray of int32 or int64, shape (m,)
+        Source node of each in-link, sorted within each row (int32 while n < 2**31).
+    weights : ndarray of float64, shape (m,), or None
+        Edge weights aligned with ``indices``; None for an unweighted graph.
+    out_weight : ndarray of float64, shape (n,)
+        Out-degree (unweighted) or total out-weight of each node.
+    labels : ndarray or None
+        Original node id/label of each node when it differs from ``0..n-1``.
+    name : str or None
+        Where the graph came from (file name), for messages and reports.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    out_weight: np.ndarray
+    weights: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    name: str | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def from_edges(
+        cls,
+        src: Any,
+        dst: Any,
+        weight: Any = None,
+        *,
+        num_nodes: int | None = None,
+        node_ids: NodeIds = "appear",
+        labels: Sequence[Any] | np.ndarray | None = None,
+        duplicates: Duplicates = "collapse",
+        name: str | None = None,
+    ) -> Graph:
+        """Build a graph from edge arrays ``src[k] -> dst[k]`` (vectorised, no edge loop).
+
+        Parameters
+        ----------
+        src, dst : array_like of non-negative int
+            Source and target node ids of each edge.
+        weight : array_like of float, optional
+            Edge weights (finite, >= 0). None for an unweighted graph.
+        num_nodes : int, optional
+            Number of nodes with ``node_ids="range"`` (default ``max id + 1``), or the
+            size of ``labels``' id space. Ignored with ``node_ids="appear"``.
+        node_ids : {"appear", "range"}, default "appear"
+            ``"appear"``: nodes are the ids that occur in an edge (networkx's node set
+            for the same file), renumbered ``0..n-1`` in increasing id order, original
+            ids in :attr:`labels` unless they already are ``0..n-1``.
+            ``"range"``: nodes are ``0..num_nodes-1``; absent ids are isolated nodes.
+        labels : sequence, optional
+            When given, ``src``/``dst`` are indices into ``labels`` (codes of string
+            labels, say); every label is a node, even one without edges.
+        duplicates : {"collapse", "sum"}, default "collapse"
+            Parallel edges: keep one (the last weight wins), or add their weights.
+        name : str, optional
+            Shown in messages and reports.
+
+        Raises
+        ------
+        GraphFormatError
+            Mismatched lengths, negative or non-integer ids, ids beyond ``num_nodes``,
+            non-finite or negative weights.
+        """
+        if node_ids not in ("appear", "range"):
+            raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
+        if duplicates not in ("collapse", "sum"):
+            raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
+        src = _as_id_array(src, "src", name)
+        dst = _as_id_array(dst, "dst", name)
+        if src.shape != dst.shape:
+            raise GraphFormatError(
+                f"src and dst differ in length ({src.size} vs {dst.size})", path=name
+            )
+        w = None
+        if weight is not None:
+            w = np.asarray(weight, dtype=np.float64).ravel()
+            if w.shape != src.shape:
+                raise GraphFormatError(
+                    f"weight has {w.size} entries for {src.size} edges", path=name
+                )
+            bad = ~np.isfinite(w) | (w < 0)
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise GraphFormatError(
+                    f"edge {k} has weight {w[k]!r}; weights must be finite and >= 0",
+                    path=name,
+                )
+        max_id = int(max(src.max(initial=-1), dst.max(initial=-1)))
+
+        node_labels: np.ndarray | None = None
+        if labels is not None:
+            node_labels = np.asarray(labels)
+            n = len(node_labels)
+            if max_id >= n:
+                raise GraphFormatError(
+                    f"edge endpoint {max_id} is out of range for {n} labels", path=name
+                )
+        elif node_ids == "range":
+            n = max_id + 1 if num_nodes is None else int(num_nodes)
+            if max_id >= n:
+                raise GraphFormatError(
+                    f"node id {max_id} is out of range for num_nodes={n}", path=name
+                )
+        else:
+            src, dst, node_labels, n = _compact_ids(src, dst, max_id)
+
+        return cls._from_codes(src, dst, w, n, node_labels, duplicates, name)
+
+    @classmethod
+    def _from_codes(
+        cls,
+        src: np.ndarray,
+        dst: np.ndarray,
+        w: np.ndarray | None,
+        n: int,
+        labels: np.ndarray | None,
+        duplicates: Duplicates,
+        name: str | None,
+    ) -> Graph:
+        """Build the CSR from ids already in ``0..n-1``."""
+        m = src.size
+        idx = _index_dtype(max(n, m))
+        # scipy's COO -> CSR conversion is a C++ counting sort by row (stable, so
+        # sources stay in file order within a row) followed by an in-row sort and a
+        # duplicate merge: O(m + n), far cheaper than an argsort of the edge keys.
+        data = np.ones(m, dtype=np.int32) if w is None else w
+        a = sp.csr_array((data, (dst.astype(idx, copy=False), src.astype(idx, copy=False))),
+                         shape=(n, n))
+        a.sum_duplicates()
+        if w is not None and duplicates == "collapse" and a.nnz < m:
+            # parallel weighted edges were summed: redo keeping the last weight
+            src, dst, data = _keep_last_duplicate(src, dst, w, n)
+            a = sp.csr_array((data, (dst.astype(idx), src.astype(idx))), shape=(n, n))
+            a.sum_duplicates()
+        indptr = a.indptr.astype(_index_dtype(a.nnz), copy=False)
+        indices = a.indices.astype(_index_dtype(n), copy=False)
+        weights = None if w is None else np.asarray(a.data, dtype=np.float64)
+        if w is None and duplicates == "sum" and a.nnz and a.data.max() > 1:
+            # parallel unweighted edges become one edge of weight = multiplicity
+            weights = a.data.astype(np.float64)
+        if weights is None:
+            out_weight = np.bincount(indices, minlength=n).astype(np.float64)
+        else:
+            out_weight = np.bincount(indices, weights=weights, minlength=n)
+        return cls(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
+                   labels=labels, name=name)
+
+    # -- basic properties ---------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return self.indptr.size - 1
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes (alias of :attr:`n`)."""
+        return self.n
+
+    @property
+    def num_edges(self) -> int:
+        """Number of (distinct) edges."""
+        return int(self.indices.size)
+
+    @property
+    def is_weighted(self) -> bool:
+        """True when edges carry weights."""
+        return self.weights is not None
+
+    @property
+    def dangling(self) -> np.ndarray:
+        """Boolean mask of dangling nodes (no out-edge, or only zero-weight ones)."""
+        return self.out_weight == 0
+
+    @property
+    def in_degree(self) -> np.ndarray:
+        """Number of in-links of each node (int64)."""
+        return np.diff(self.indptr).astype(np.int64, copy=False)
+
+    @property
+    def out_degree(self) -> np.ndarray:
+        """Number of out-links of each node (int64), whatever the weights."""
+        if "out_degree" not in self._cache:
+            self._cache["out_degree"] = np.bincount(self.indices, minlength=self.n)
+        return self._cache["out_degree"]
+
+    @property
+    def targets(self) -> np.ndarray:
+        """Target (row) of each stored in-link, aligned with :attr:`indices`."""
+        if "targets" not in self._cache:
+            self._cache["targets"] = np.repeat(
+                np.arange(self.n, dtype=self.indices.dtype), np.diff(self.indptr)
+            )
+        return self._cache["targets"]
+
+    @property
+    def num_self_loops(self) -> int:
+        """Number of edges ``i -> i``."""
+        return int(np.count_nonzero(self.indices == self.targets))
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The edge list ``(src, dst, weight)`` in node-index space, sorted by target."""
+        return self.indices, self.targets, self.weights
+
+    def node_labels(self) -> np.ndarray:
+        """Label of every node: the original ids/labels, or ``0..n-1``."""
+        return self.labels if self.labels is not None else np.arange(self.n)
+
+    def index_of(self, labels: Any) -> np.ndarray:
+        """Node indices of the given labels (ids as in the input file).
+
+        Raises ``KeyError`` naming the first label that is not a node.
+        """
+        want = np.asarray(labels)
+        if self.labels is None:
+            try:
+                idx = want.astype(np.int64)
+            except (TypeError, ValueError):
+                raise KeyError(f"{want.ravel()[0]!r} is not a node id") from None
+            bad = (idx < 0) | (idx >= self.n) | (idx != want)
+            if bad.any():
+                raise KeyError(f"{want.ravel()[int(np.argmax(bad))]!r} is not a node")
+            return idx
+        order = self._cache.get("label_order")
+        if order is None:
+            order = self._cache["label_order"] = np.argsort(self.labels, kind="stable")
+        sorted_labels = self.labels[order]
+        try:
+            pos = np.searchsorted(sorted_labels, want)
+        except TypeError:
+            raise KeyError(f"{want.ravel()[0]!r} is not a node label") from None
+        pos = np.minimum(pos, self.n - 1)
+        found = sorted_labels[pos] == want
+        if not np.all(found):
+            raise KeyError(f"{want.ravel()[int(np.argmin(found))]!r} is not a node")
+        return order[pos].astype(np.int64)
+
+    def unweighted(self) -> Graph:
+        """The same graph with every weight dropped (out-weights become out-degrees)."""
+        if self.weights is None:
+            return self
+        out = np.bincount(self.indices, minlength=self.n).astype(np.float64)
+        return Graph(indptr=self.indptr, indices=self.indices, out_weight=out,
+                     labels=self.labels, name=self.name)
+
+    def to_scipy(self) -> sp.csr_array:
+        """The in-link matrix as a SciPy CSR array (weights, or 1 per edge)."""
+        data = self.weights if self.weights is not None else np.ones(self.num_edges)
+        return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
+
+    def transition_values(self) -> np.ndarray | None:
+        """Per-in-link probability ``w(j->i) / out_weight(j)`` for weighted graphs.
+
+        None for unweighted graphs, whose solvers scale ``x`` by ``1/out_degree``
+        instead of storing a value per edge.
+        """
+        if self.weights is None:
+            return None
+        if "tvalues" not in self._cache:
+            ow = self.out_weight[self.indices]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(ow > 0, self.weights / ow, 0.0)
+            self._cache["tvalues"] = v
+        return self._cache["tvalues"]
+
+    def nbytes(self) -> int:
+        """Bytes held by the CSR, weights, degrees and labels."""
+        parts = [self.indptr, self.indices, self.out_weight, self.weights, self.labels]
+        return sum(p.nbytes for p in parts if p is not None)
+
+    def __repr__(self) -> str:
+        kind = "weighted" if self.is_weighted else "unweighted"
+        src = f", name={self.name!r}" if self.name else ""
+        return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
+
+
+def _as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:
+    """Validate node ids: 1-D, integer-valued, non-negative; returns int64."""
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        arr = arr.ravel()
+    if arr.dtype.kind == "f":
+        if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
+            raise GraphFormatError(f"{what} holds non-integer node ids", path=name)
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "u":
+        if arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise GraphFormatError(f"{what} holds ids beyond int64", path=name)
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind != "i":
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        raise GraphFormatError(
+            f"{what} must hold integer node ids (got dtype {arr.dtype}); "
+            "pass labels= for string labels",
+            path=name,
+        )
+    if arr.size and arr.min() < 0:
+        k = int(np.argmin(arr))
+        raise GraphFormatError(f"{what}[{k}] = {arr[k]} is a negative node id", path=name)
+    return arr
+
+
+def _compact_ids(
+    src: np.ndarray, dst: np.ndarray, max_id: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+    """Renumber the ids that occur to ``0..n-1`` (increasing id order)."""
+    m = src.size
+    if max_id < 0:
+        return src, dst, None, 0
+    if max_id <= 4 * m + 1024:
+        # dense id space: a presence bitmap and a prefix sum, O(m + max_id)
+        present = np.zeros(max_id + 1, dtype=bool)
+        present[src] = True
+        present[dst] = True
+        n = int(np.count_nonzero(present))
+        if n == max_id + 1:
+            return src, dst, None, n
+        newid = np.cumsum(present, dtype=np.int64) - 1
+        labels = np.flatnonzero(present)
+        return newid[src], newid[dst], labels, n
+    # sparse id space (hashes, ...): sort-based
+    labels, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    return inv[:m], inv[m:], labels, labels.size
+
+
+def _keep_last_duplicate(
+    src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drop all but the last occurrence of each (src, dst) pair (weighted collapse)."""
+    key = dst.astype(np.int64) * n + src
+    # np.unique returns first occurrences; on the reversed keys those are the last ones.
+    _, first_in_reversed = np.unique(key[::-1], return_index=True)
+    if first_in_reversed.size == key.size:
+        return src, dst, w
+    keep = np.sort(key.size - 1 - first_in_reversed)
+    return src[keep], dst[keep], w[keep]

@@ -1,0 +1,141 @@
+"""CPU kernels: the fused PageRank step, JIT-compiled with Numba, parallel over edge ranges.
+
+One pass over the in-link CSR per iteration computes, for every node i,
+
+    x'[i]  = alpha * sum_{j -> i} val(j,i) * xs[j] + alpha * dm * d[i] + (1 - alpha) * v[i]
+    xs'[i] = x'[i] * inv_out[i]          (the vector the next pass gathers)
+
+and the reductions the next pass and the stopping test need: the residual under the
+chosen norm and the dangling mass of x'. Rows are split into chunks of equal *edge*
+count (a row-count split would leave one thread with every hub of a web graph).
+
+When Numba is missing, :func:`fused_step` falls back to SciPy + NumPy (several passes).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # Numba is a dependency, but keep the CPU path alive where it cannot install
+    import numba
+    from numba import njit, prange
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only without numba
+    HAVE_NUMBA = False
+
+CRITERION_CODE = {"l1": 0, "l2": 1, "linf": 2}
+
+
+def num_threads() -> int:
+    """Threads the fused step uses (Numba's thread count)."""
+    return numba.get_num_threads() if HAVE_NUMBA else 1
+
+
+def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
+    """Row boundaries splitting the CSR into ``chunks`` pieces of about equal edge count."""
+    n = indptr.size - 1
+    m = int(indptr[-1])
+    targets = np.linspace(0, m, chunks + 1)
+    # a chunk is also at least ~n/chunks/8 rows so edge-free stretches still split
+    bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, n
+    return np.unique(np.clip(bounds, 0, n))
+
+
+if HAVE_NUMBA:
+
+    @njit(parallel=True, cache=True, fastmath=False)
+    def _fused_step_numba(
+        indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, bounds, x_out, xs_out,
+        partial,
+    ):  # pragma: no cover - compiled
+        nchunks = bounds.size - 1
+        uniform_v = v.size == 1
+        uniform_d = d.size == 1
+        weighted = vals.size > 0
+        for c in prange(nchunks):
+            res = 0.0
+            dmass = 0.0
+            for i in range(bounds[c], bounds[c + 1]):
+                acc = 0.0
+                if weighted:
+                    for k in range(indptr[i], indptr[i + 1]):
+                        acc += vals[k] * xs[indices[k]]
+                else:
+                    for k in range(indptr[i], indptr[i + 1]):
+                        acc += xs[indices[k]]
+                vi = v[0] if uniform_v else v[i]
+                di = d[0] if uniform_d else d[i]
+                xi = alpha * acc + alpha * dm * di + (1.0 - alpha) * vi
+                x_out[i] = xi
+                s = inv_out[i]
+                xs_out[i] = xi * s
+                if s == 0.0:
+                    dmass += xi
+                diff = abs(xi - x[i])
+                if crit == 0:
+                    res += diff
+                elif crit == 1:
+                    res += diff * diff
+                elif diff > res:
+                    res = diff
+            partial[c, 0] = res
+            partial[c, 1] = dmass
+
+
+def fused_step(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    vals: np.ndarray,
+    xs: np.ndarray,
+    x: np.ndarray,
+    v: np.ndarray,
+    d: np.ndarray,
+    inv_out: np.ndarray,
+    alpha: float,
+    dm: float,
+    crit: int,
+    bounds: np.ndarray,
+    x_out: np.ndarray,
+    xs_out: np.ndarray,
+    partial: np.ndarray,
+) -> tuple[float, float]:
+    """One fused power step; returns ``(residual, dangling mass of x_out)``.
+
+    ``vals`` is empty for unweighted graphs; ``v``/``d`` have length 1 when uniform.
+    The residual is the L1 sum, the L2 *squared* sum, or the max, by ``crit``.
+    """
+    if HAVE_NUMBA:
+        _fused_step_numba(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
+                          bounds, x_out, xs_out, partial)
+        p = partial[: bounds.size - 1]
+        res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
+        return float(res), float(p[:, 1].sum())
+    return _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
+                             x_out, xs_out)
+
+
+def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
+                      x_out, xs_out):  # pragma: no cover - only without numba
+    import scipy.sparse as sp
+
+    n = indptr.size - 1
+    data = vals if vals.size else np.ones(indices.size, dtype=xs.dtype)
+    a = sp.csr_array((data, indices, indptr), shape=(n, n))
+    y = a @ xs
+    np.multiply(y, alpha, out=x_out)
+    x_out += alpha * dm * d + (1.0 - alpha) * v
+    np.multiply(x_out, inv_out, out=xs_out, casting="unsafe")
+    diff = np.abs(x_out - x)
+    res = diff.sum() if crit == 0 else (diff * diff).sum() if crit == 1 else diff.max()
+    return float(res), float(x_out[inv_out == 0].sum())
+
+
+def default_chunks() -> int:
+    """Chunks per step: several per thread so uneven rows balance out."""
+    return max(1, num_threads() * 8) if os.environ.get("WEBRANK_CPU_CHUNKS") is None else int(
+        os.environ["WEBRANK_CPU_CHUNKS"]
+    )

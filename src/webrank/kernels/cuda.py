@@ -1,0 +1,145 @@
+"""CUDA kernels of the GPU backend, as source compiled by CuPy at first use.
+
+``wr_fused_step`` does one whole PageRank iteration in one launch (seed 000's
+cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused):
+
+* a group of ``GROUP`` lanes (1..32, a power of two chosen from the average in-degree)
+  gathers one row of the pattern-only in-link CSR: ``xs`` already holds
+  ``x / out_degree``, so no value array is read for unweighted graphs;
+* adds the dangling and teleport terms, writes ``x'`` (float64) and ``xs' = x' / out``
+  (the storage type ``T``: float or double);
+* reduces the residual (L1 sum, L2 squared sum, or max) and the dangling mass of ``x'``
+  into ``acc_out`` with one atomic per block.
+
+The dangling mass the step needs is read from ``acc_prev``, which the previous launch
+wrote, so iterations queue on the stream with no host round trip. A step whose
+predecessor's residual is already below ``tol`` returns at once, leaving its ``acc``
+row at zero so that every later queued step returns too: the host may queue many
+steps and still stop at exactly the first converged one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+PREFIX = "wr_"
+
+SOURCE = r"""
+typedef long long i64;
+
+__device__ __forceinline__ void wr_atomic_max_nonneg(double* addr, double v) {
+    // non-negative doubles order like their bit patterns read as unsigned integers
+    atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
+}
+
+template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
+__global__ void wr_fused_step(
+    const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
+    const T* __restrict__ vals, const T* __restrict__ xs, const double* __restrict__ x,
+    const double* __restrict__ v, const double* __restrict__ d,
+    const int uniform_v, const int uniform_d,
+    const double* __restrict__ inv_out, const double alpha,
+    const double* __restrict__ acc_prev, double* __restrict__ acc_out,
+    const int crit, const double tol_cmp,
+    double* __restrict__ x_out, T* __restrict__ xs_out)
+{
+    if (acc_prev[0] < tol_cmp) return;        // converged earlier: queued step is a no-op
+    const double dm = acc_prev[1];
+    const double inv_n = 1.0 / (double)n;
+    const int lane = threadIdx.x % GROUP;
+    // rows are dealt out a warp at a time so that every lane of a warp runs the same
+    // number of loop trips (the shuffles below need the whole warp)
+    constexpr int RPW = 32 / GROUP;
+    const i64 warp_id = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
+    const int sub = (threadIdx.x % 32) / GROUP;
+    double res = 0.0, dmass = 0.0;
+    for (i64 r0 = warp_id * RPW; r0 < n; r0 += nwarps * RPW) {
+        const i64 row = r0 + sub;
+        const bool valid = row < n;
+        double acc = 0.0;
+        if (valid) {
+            const IP beg = indptr[row], end = indptr[row + 1];
+            for (IP k = beg + lane; k < end; k += GROUP) {
+                const IX j = indices[k];
+                if (WEIGHTED) acc += (double)vals[k] * (double)xs[j];
+                else acc += (double)xs[j];
+            }
+        }
+        #pragma unroll
+        for (int off = GROUP / 2; off > 0; off >>= 1)
+            acc += __shfl_down_sync(0xffffffffu, acc, off, GROUP);
+        if (valid && lane == 0) {
+            const double vi = uniform_v ? inv_n : v[row];
+            const double di = uniform_d ? inv_n : d[row];
+            const double xi = alpha * acc + alpha * dm * di + (1.0 - alpha) * vi;
+            x_out[row] = xi;
+            const double s = inv_out[row];
+            xs_out[row] = (T)(xi * s);
+            if (s == 0.0) dmass += xi;
+            const double diff = fabs(xi - x[row]);
+            if (crit == 0) res += diff;
+            else if (crit == 1) res += diff * diff;
+            else res = fmax(res, diff);
+        }
+    }
+    // block reduction: warp shuffles, then one value per warp through shared memory
+    __shared__ double s_res[32], s_dm[32];
+    for (int off = 16; off > 0; off >>= 1) {
+        const double r2 = __shfl_down_sync(0xffffffffu, res, off);
+        res = (crit == 2) ? fmax(res, r2) : res + r2;
+        dmass += __shfl_down_sync(0xffffffffu, dmass, off);
+    }
+    const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
+    if (wl == 0) { s_res[warp] = res; s_dm[warp] = dmass; }
+    __syncthreads();
+    if (warp == 0) {
+        const int nw = blockDim.x / 32;
+        res = wl < nw ? s_res[wl] : 0.0;
+        dmass = wl < nw ? s_dm[wl] : 0.0;
+        for (int off = 16; off > 0; off >>= 1) {
+            const double r2 = __shfl_down_sync(0xffffffffu, res, off);
+            res = (crit == 2) ? fmax(res, r2) : res + r2;
+            dmass += __shfl_down_sync(0xffffffffu, dmass, off);
+        }
+        if (wl == 0) {
+            if (crit == 2) wr_atomic_max_nonneg(&acc_out[0], res);
+            else atomicAdd(&acc_out[0], res);
+            atomicAdd(&acc_out[1], dmass);
+        }
+    }
+}
+"""
+
+GROUPS = (1, 2, 4, 8, 16, 32)
+_CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double"}
+
+
+def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int) -> str:
+    """The template instantiation for these index/value types and group size."""
+    w = "true" if weighted else "false"
+    return f"wr_fused_step<{_CTYPE[ip]}, {_CTYPE[ix]}, {_CTYPE[t]}, {w}, {group}>"
+
+
+def pick_group(avg_degree: float) -> int:
+    """Lanes per row: about the average in-degree, as CSR-vector SpMV kernels do."""
+    for g in GROUPS:
+        if g >= avg_degree:
+            return g
+    return GROUPS[-1]
+
+
+@functools.cache
+def _compiled(device_id: int, name: str):
+    """One template instantiation, compiled on first use (CuPy caches it on disk)."""
+    import cupy
+
+    module = cupy.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=[name])
+    return module.get_function(name)
+
+
+def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int):
+    """The fused-step kernel for these index/value types and lanes per row."""
+    import cupy
+
+    return _compiled(cupy.cuda.Device().id, kernel_name(ip, ix, t, weighted, group))

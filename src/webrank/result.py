@@ -1,0 +1,174 @@
+"""The result of a PageRank run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from webrank.graph import Graph
+
+__all__ = ["PageRankResult"]
+
+
+@dataclass(repr=False)
+class PageRankResult:
+    """PageRank scores and how they were obtained.
+
+    Attributes
+    ----------
+    scores : ndarray of float64, shape (n,)
+        Rank of each node in node order; non-negative, sums to 1.
+    iterations : int
+        Iterations (solver steps) taken.
+    matvecs : int
+        Google-matrix products computed (equals ``iterations`` for the power method).
+    converged : bool
+        Whether the last residual is below ``tol``.
+    residuals : ndarray of float64
+        Residual ``||x_k - x_{k-1}||`` under ``criterion`` after each iteration.
+    elapsed : float
+        Compute time in seconds (after the graph is on the device; excludes loading).
+    setup_time : float
+        Seconds spent preparing the operator (host-to-device copy, preprocessing).
+    device, dtype, method, criterion, tol, alpha :
+        The parameters of the run; ``device`` is the backend that ran ("cpu"/"gpu").
+    device_name : str
+        The GPU's name or the CPU's description.
+    graph : Graph
+        The graph ranked (for labels).
+    """
+
+    scores: np.ndarray
+    iterations: int
+    converged: bool
+    residuals: np.ndarray
+    elapsed: float
+    device: str
+    dtype: str
+    method: str
+    criterion: str
+    tol: float
+    alpha: float
+    matvecs: int = 0
+    setup_time: float = 0.0
+    device_name: str = ""
+    graph: Graph | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def residual(self) -> float:
+        """The last residual (NaN if no iteration ran)."""
+        return float(self.residuals[-1]) if len(self.residuals) else float("nan")
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Node labels (original ids) in node order."""
+        if self.graph is None:
+            return np.arange(self.scores.size)
+        return self.graph.node_labels()
+
+    def top(self, k: int = 10) -> list[tuple[Any, float]]:
+        """The ``k`` highest-ranked nodes as ``(label, score)``, ties broken by node index."""
+        k = max(0, min(int(k), self.scores.size))
+        if k == 0:
+            return []
+        # lexsort: primary key last -> descending score, then ascending index
+        idx = np.arange(self.scores.size)
+        if k < self.scores.size:
+            cut = np.partition(self.scores, self.scores.size - k)[self.scores.size - k]
+            idx = np.flatnonzero(self.scores >= cut)
+        order = idx[np.lexsort((idx, -self.scores[idx]))][:k]
+        labels = self.labels
+        return [(_py(labels[i]), float(self.scores[i])) for i in order]
+
+    def to_dict(self) -> dict[Any, float]:
+        """``{label: score}`` for every node."""
+        return dict(zip((_py(x) for x in self.labels), self.scores.tolist(), strict=True))
+
+    def to_pandas(self):
+        """A ``pandas.DataFrame`` with columns ``node`` and ``score`` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("pandas is required for to_pandas(): pip install pandas") from None
+        return pd.DataFrame({"node": self.labels, "score": self.scores})
+
+    def summary(self) -> dict[str, Any]:
+        """The run's metadata as a JSON-ready dict (no scores)."""
+        return {
+            "method": self.method,
+            "device": self.device,
+            "device_name": self.device_name,
+            "dtype": self.dtype,
+            "alpha": self.alpha,
+            "tol": self.tol,
+            "criterion": self.criterion,
+            "iterations": self.iterations,
+            "matvecs": self.matvecs,
+            "converged": self.converged,
+            "residual": self.residual,
+            "elapsed_s": self.elapsed,
+            "setup_s": self.setup_time,
+            "n": int(self.scores.size),
+            **self.info,
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the scores to ``path``, format by extension.
+
+        ``.csv``/``.tsv``/``.txt``: ``node,score`` lines (header included);
+        ``.parquet``: columns ``node``, ``score``; ``.npy``: the scores array in node
+        order; ``.json``: the summary plus ``{"node": ..., "score": ...}`` lists.
+        The file is written under a temporary name and renamed when complete.
+        """
+        from webrank.io._atomic import atomic_write
+
+        path = Path(path)
+        ext = path.suffix.lower()
+        if ext == ".npy":
+            with atomic_write(path) as f:
+                np.save(f, self.scores)
+        elif ext in (".csv", ".tsv", ".txt"):
+            sep = "," if ext == ".csv" else "\t"
+            labels = self.labels
+            with atomic_write(path, mode="w") as f:
+                f.write(f"node{sep}score\n")
+                body = np.char.add(np.char.add(np.asarray(labels).astype(str), sep),
+                                   np.char.mod("%.17g", self.scores))
+                f.write("\n".join(body.tolist()))
+                f.write("\n")
+        elif ext == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.table({"node": np.asarray(self.labels), "score": self.scores})
+            with atomic_write(path) as f:
+                pq.write_table(table, f)
+        elif ext == ".json":
+            doc = {**self.summary(), "node": [_py(x) for x in self.labels],
+                   "score": self.scores.tolist()}
+            with atomic_write(path, mode="w") as f:
+                json.dump(doc, f)
+        else:
+            raise ValueError(
+                f"cannot save scores as {ext or 'a file without extension'!r}: "
+                "use .csv, .tsv, .txt, .parquet, .npy or .json"
+            )
+
+    def __repr__(self) -> str:
+        state = "converged" if self.converged else "NOT converged"
+        return (
+            f"<PageRankResult n={self.scores.size:,} method={self.method} "
+            f"device={self.device} dtype={self.dtype} {state} in {self.iterations} "
+            f"iterations, {self.criterion} residual {self.residual:.2e}, "
+            f"{self.elapsed * 1e3:.1f} ms>"
+        )
+
+
+def _py(x: Any) -> Any:
+    """NumPy scalar -> Python scalar (for dicts, JSON and printing)."""
+    return x.item() if isinstance(x, np.generic) else x

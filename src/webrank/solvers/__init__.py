@@ -1,0 +1,58 @@
+"""PageRank solvers, written once against :class:`~webrank.backends.PageRankOperator`.
+
+A solver is a function ``solve(op, x0, *, tol, max_iter, criterion, **options)`` that
+returns a :class:`SolverOutput`. Solvers touch arrays only through ``op.xp`` and the
+operator's methods, so the same code runs on NumPy and CuPy. They are registered by
+name in :data:`SOLVERS`; :func:`get_solver` validates a name before any work is done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SOLVERS", "SolverOutput", "get_solver", "register"]
+
+
+@dataclass
+class SolverOutput:
+    """What a solver hands back to :func:`webrank.pagerank`."""
+
+    x: Any  # backend array
+    iterations: int
+    matvecs: int
+    residuals: np.ndarray
+    converged: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+SolverFn = Callable[..., SolverOutput]
+SOLVERS: dict[str, SolverFn] = {}
+
+
+def register(name: str) -> Callable[[SolverFn], SolverFn]:
+    """Decorator adding a solver to :data:`SOLVERS`."""
+
+    def wrap(fn: SolverFn) -> SolverFn:
+        SOLVERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def get_solver(name: str) -> SolverFn:
+    """The solver called ``name``; ``ValueError`` listing the known ones otherwise."""
+    _load_all()
+    try:
+        return SOLVERS[name]
+    except KeyError:
+        known = ", ".join(sorted(SOLVERS))
+        raise ValueError(f"unknown method {name!r}; choose one of: {known}") from None
+
+
+def _load_all() -> None:
+    # importing the modules registers their solvers
+    from webrank.solvers import power  # noqa: F401
