@@ -41,6 +41,7 @@ def pagerank(
     weight: bool = True,
     method: str = "power",
     raise_on_nonconvergence: bool = True,
+    callback: Any = None,
     **options: Any,
 ) -> PageRankResult:
     r"""PageRank of every node of ``graph``.
@@ -93,6 +94,8 @@ def pagerank(
         Solver name (see ``webrank.solvers.SOLVERS``).
     raise_on_nonconvergence : bool, default True
         If False, return the last iterate with ``converged=False`` instead of raising.
+    callback : callable, optional
+        ``callback(iteration, residual)`` as iterations complete (for progress bars).
     **options
         Solver- or backend-specific options (documented by each solver).
 
@@ -141,7 +144,8 @@ def pagerank(
     x0_dev = op.asarray(x0)
     op.synchronize()
     t1 = time.perf_counter()
-    out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion, **options)
+    out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
+                callback=callback, **options)
     op.synchronize()
     t2 = time.perf_counter()
 

@@ -40,13 +40,13 @@ def _gpu_status() -> tuple[bool, str]:
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA install
-        return False, f"CuPy is not importable ({type(exc).__name__}: {exc}); {_GPU_HELP}"
+        return False, f"CuPy is not importable ({type(exc).__name__}: {exc})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        return False, f"CuPy sees no CUDA device ({exc}); {_GPU_HELP}"
+        return False, f"CuPy sees no CUDA device ({exc})"
     if count < 1:
-        return False, f"CuPy sees no CUDA device; {_GPU_HELP}"
+        return False, "CuPy sees no CUDA device"
     return True, ""
 
 
@@ -80,7 +80,7 @@ def resolve_device(device: str) -> str:
     ok, reason = _gpu_status()
     if device == "gpu":
         if not ok:
-            raise DeviceUnavailableError(f"device='gpu' requested but {reason}")
+            raise DeviceUnavailableError(f"device='gpu' requested but {reason}; {_GPU_HELP}")
         return "gpu"
     return "gpu" if ok else "cpu"
 

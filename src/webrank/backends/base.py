@@ -73,6 +73,8 @@ class PageRankOperator(ABC):
         self.uniform_v = personalization is None
         self.uniform_d = dangling is None and personalization is None
         self.matvecs = 0  # Google-matrix products done so far (power steps count too)
+        # float32 gathers iterate on the change x_k - x_{k-1} (see kernels.cpu.fused_step)
+        self.delta_steps = self.dtype == np.float32
 
     # -- array helpers --------------------------------------------------------------
     def asarray(self, a: Any) -> Any:
@@ -124,13 +126,15 @@ class PageRankOperator(ABC):
 
     @abstractmethod
     def power_steps(
-        self, x: Any, *, tol: float, max_steps: int, criterion: str
+        self, x: Any, *, tol: float, max_steps: int, criterion: str,
+        callback: Any = None,
     ) -> StepsResult:
         """Run up to ``max_steps`` fused power steps from ``x``.
 
         Each step is ``x' = alpha P^T x + alpha (dangling . x) d + (1 - alpha) v``
         (seed 000, Algorithm 2) with the residual ``||x' - x||`` under ``criterion``.
-        Stops after the first step whose residual is below ``tol``.
+        Stops after the first step whose residual is below ``tol``. ``callback(step,
+        residual)``, if given, is called as steps complete (after each batch on a GPU).
         """
 
     def memory_estimate(self) -> int:

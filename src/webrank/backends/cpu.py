@@ -73,7 +73,8 @@ class CPUOperator(PageRankOperator):
         return self._pt() @ (x * self._inv_out)
 
     def power_steps(
-        self, x: Any, *, tol: float, max_steps: int, criterion: str
+        self, x: Any, *, tol: float, max_steps: int, criterion: str,
+        callback: Any = None,
     ) -> StepsResult:
         g = self.graph
         crit = kernels.CRITERION_CODE[criterion]
@@ -86,16 +87,25 @@ class CPUOperator(PageRankOperator):
         residuals = np.empty(max_steps)
         converged = False
         steps = 0
+        delta = False
         while steps < max_steps:
             res, dm = kernels.fused_step(
                 g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
-                self._inv_out, self.alpha, dm, crit, self._bounds, x_next, xs_next,
+                self._inv_out, self.alpha, dm, crit, delta, self._bounds, x_next, xs_next,
                 self._partial,
             )
+            if self.delta_steps and not delta:
+                # switch to delta steps: gather (x_1 - x_0) / out from now on
+                d1 = x_next - x
+                xs_next[:] = d1 * self._inv_out
+                dm = float(d1[self._dangling].sum())
+                delta = True
             x, x_next = x_next, x
             xs, xs_next = xs_next, xs
             residuals[steps] = np.sqrt(res) if crit == 1 else res
             steps += 1
+            if callback is not None:
+                callback(steps, residuals[steps - 1])
             if res < tol_cmp:
                 converged = True
                 break

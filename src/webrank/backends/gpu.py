@@ -131,7 +131,9 @@ class GPUOperator(PageRankOperator):
         return self._pt() @ (x * self._inv_out)
 
     # -- the fused hot loop -----------------------------------------------------------
-    def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str) -> StepsResult:
+    def power_steps(
+        self, x: Any, *, tol: float, max_steps: int, criterion: str, callback: Any = None
+    ) -> StepsResult:
         cp = self.xp
         n = self.n
         crit = _CRIT[criterion]
@@ -151,17 +153,26 @@ class GPUOperator(PageRankOperator):
             batch = min(self.check_every, max_steps - done)
             for k in range(done, done + batch):
                 src, dst = k % 2, (k + 1) % 2
+                delta = self.delta_steps and k > 0
                 self._kernel(
                     (self._grid,), (_BLOCK,),
                     (*args_fixed, xsb[src], xb[src], self._v, self._d, uv, ud,
                      self._inv_out, np.float64(self.alpha), acc[k], acc[k + 1],
-                     np.int32(crit), np.float64(tol_cmp), xb[dst], xsb[dst]),
+                     np.int32(crit), np.float64(tol_cmp), np.int32(delta), xb[dst], xsb[dst]),
                 )
+                if self.delta_steps and k == 0:
+                    # switch to delta steps: gather (x_1 - x_0) / out, queued on the stream
+                    d1 = xb[1] - xb[0]
+                    xsb[1][...] = d1 * self._inv_out
+                    acc[1, 1] = d1[self._g["dangling"]].sum()
             done += batch
             res = cp.asnumpy(acc[1 : done + 1, 0])  # the one sync of the batch
             below = np.flatnonzero(res < tol_cmp)
             if below.size:
                 stop = int(below[0]) + 1
+            if callback is not None:
+                last = res[stop - 1] if stop else res[-1]
+                callback(stop or done, float(np.sqrt(last) if crit == 1 else last))
         steps = stop if stop is not None else done
         residuals = cp.asnumpy(acc[1 : steps + 1, 0])
         if crit == 1:

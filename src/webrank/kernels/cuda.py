@@ -7,7 +7,8 @@ cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused):
   gathers one row of the pattern-only in-link CSR: ``xs`` already holds
   ``x / out_degree``, so no value array is read for unweighted graphs;
 * adds the dangling and teleport terms, writes ``x'`` (float64) and ``xs' = x' / out``
-  (the storage type ``T``: float or double);
+  (the storage type ``T``: float or double); with ``delta`` set it iterates on the change
+  ``x_k - x_{k-1}`` instead, as the float32 path does (see ``kernels.cpu.fused_step``);
 * reduces the residual (L1 sum, L2 squared sum, or max) and the dangling mass of ``x'``
   into ``acc_out`` with one atomic per block.
 
@@ -40,7 +41,7 @@ __global__ void wr_fused_step(
     const int uniform_v, const int uniform_d,
     const double* __restrict__ inv_out, const double alpha,
     const double* __restrict__ acc_prev, double* __restrict__ acc_out,
-    const int crit, const double tol_cmp,
+    const int crit, const double tol_cmp, const int delta,
     double* __restrict__ x_out, T* __restrict__ xs_out)
 {
     if (acc_prev[0] < tol_cmp) return;        // converged earlier: queued step is a no-op
@@ -72,12 +73,19 @@ __global__ void wr_fused_step(
         if (valid && lane == 0) {
             const double vi = uniform_v ? inv_n : v[row];
             const double di = uniform_d ? inv_n : d[row];
-            const double xi = alpha * acc + alpha * dm * di + (1.0 - alpha) * vi;
-            x_out[row] = xi;
+            double t = alpha * acc + alpha * dm * di;
+            double diff;
+            if (delta) {            // t is the change x' - x (see kernels.cpu.fused_step)
+                diff = fabs(t);
+                x_out[row] = x[row] + t;
+            } else {
+                t += (1.0 - alpha) * vi;
+                diff = fabs(t - x[row]);
+                x_out[row] = t;
+            }
             const double s = inv_out[row];
-            xs_out[row] = (T)(xi * s);
-            if (s == 0.0) dmass += xi;
-            const double diff = fabs(xi - x[row]);
+            xs_out[row] = (T)(t * s);
+            if (s == 0.0) dmass += t;
             if (crit == 0) res += diff;
             else if (crit == 1) res += diff * diff;
             else res = fmax(res, diff);

@@ -18,7 +18,7 @@ from webrank.solvers import SolverOutput, register
 
 @register("power")
 def power(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
-          **options: Any) -> SolverOutput:
+          callback: Any = None, **options: Any) -> SolverOutput:
     """Power iteration until ``||x_{k+1} - x_k|| < tol`` (absolute, under ``criterion``)."""
     if options:
         raise ValueError(f"method 'power' takes no options {sorted(options)}")
@@ -27,7 +27,8 @@ def power(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
 
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
                             converged=False)
-    out = op.power_steps(x0, tol=tol, max_steps=max_iter, criterion=criterion)
+    out = op.power_steps(x0, tol=tol, max_steps=max_iter, criterion=criterion,
+                         callback=callback)
     k = len(out.residuals)
     return SolverOutput(x=out.x, iterations=k, matvecs=k, residuals=out.residuals,
                         converged=out.converged)

@@ -1,0 +1,5 @@
+"""``python -m webrank`` runs the command line."""
+
+from webrank.cli import main
+
+main()

@@ -1,0 +1,298 @@
+"""The ``webrank`` command line (click + rich).
+
+Exit codes: 0 success, 2 bad input or arguments, 3 not converged. Errors are printed as
+one line on stderr, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webrank.errors import ConvergenceError, WebrankError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3
+
+_LOAD_OPTIONS = [
+    click.option("--format", "fmt", default=None,
+                 help="Input format (default: from the extension): edgelist, adjacency, "
+                      "mtx, parquet, webrank (.npz cache), bvgraph."),
+    click.option("--labels", type=click.Choice(["int", "string"]), default="int",
+                 show_default=True,
+                 help="Node ids: non-negative integers, or any token (URLs, names)."),
+    click.option("--node-ids", type=click.Choice(["appear", "range"]), default="appear",
+                 show_default=True,
+                 help="Nodes: the ids that occur in edges (as networkx), or 0..max id."),
+    click.option("--unweighted", is_flag=True, help="Ignore a weight column."),
+]
+
+
+def _load_options(f):
+    for opt in reversed(_LOAD_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _load(path: str, fmt: str | None, labels: str, node_ids: str, unweighted: bool,
+          quiet: bool = False):
+    """Load a graph with a progress bar on stderr for files over ~20 MB."""
+    from webrank.io import load
+
+    kwargs: dict[str, Any] = dict(format=fmt, labels=labels, node_ids=node_ids)
+    if unweighted:
+        kwargs["weighted"] = False
+    p = Path(path)
+    size = p.stat().st_size if p.is_file() else 0
+    if quiet or size < 20 * 2**20:
+        return load(path, **kwargs)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  TimeRemainingColumn(), console=_console(stderr=True),
+                  transient=True) as bar:
+        task = bar.add_task(f"loading {p.name}", total=size)
+        kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
+        return load(path, **kwargs)
+
+
+class _IterationStatus:
+    """A status line on stderr that appears once a run has lasted ~2 s."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self.status = None
+
+    def __call__(self, it: int, residual: float) -> None:
+        if not self.enabled:
+            return
+        if self.status is None:
+            if time.perf_counter() - self.start < 2.0:
+                return
+            self.status = _console(stderr=True).status("")
+            self.status.start()
+        self.status.update(f"iteration {it}, residual {residual:.3e}")
+
+    def close(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="webrank", message="webrank %(version)s")
+def cli() -> None:
+    """PageRank on web-scale graphs: fast on NVIDIA GPUs, correct on any CPU."""
+
+
+def _rank_options(f):
+    opts = [
+        click.option("--alpha", default=0.85, show_default=True, help="Damping factor in [0, 1)."),
+        click.option("--tol", default=1e-6, show_default=True,
+                     help="Stop when ||x_k - x_{k-1}|| < tol (absolute, under --criterion)."),
+        click.option("--max-iter", default=1000, show_default=True, help="Most iterations."),
+        click.option("--criterion", type=click.Choice(["l1", "l2", "linf"]), default="l1",
+                     show_default=True, help="Residual norm."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+                     show_default=True, help="auto = the GPU when CuPy sees one."),
+        click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+                     show_default=True, help="Precision of the vector gathered along edges."),
+        click.option("--method", default="power", show_default=True, help="Solver."),
+        click.option("--top", "top_k", default=10, show_default=True,
+                     help="How many top pages to print."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the summary and top pages as JSON."),
+        click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                     help="Write all scores (.csv, .tsv, .parquet, .npy, .json)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+@cli.command()
+@click.argument("graph", type=click.Path())
+@_rank_options
+@click.option("--personalize", type=click.Path(dir_okay=False), default=None,
+              help="File of teleport weights: one 'node [weight]' per line.")
+@_load_options
+def rank(graph, alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
+         output, personalize, fmt, labels, node_ids, unweighted) -> None:
+    """Rank the pages of GRAPH and print the top ones."""
+    t0 = time.perf_counter()
+    g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
+    load_s = time.perf_counter() - t0
+    pers = _read_personalization(personalize, labels) if personalize else None
+    _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
+                    device=device, dtype=dtype, method=method, top_k=top_k, as_json=as_json,
+                    output=output, personalization=pers)
+
+
+@cli.command()
+@_rank_options
+def demo(alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
+         output) -> None:
+    """Rank the bundled web graph (SNAP web-NotreDame, 325,729 pages, 1.5M links)."""
+    from webrank.datasets import path
+
+    t0 = time.perf_counter()
+    g = _load(str(path()), None, "int", "appear", False, quiet=True)
+    load_s = time.perf_counter() - t0
+    _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
+                    device=device, dtype=dtype, method=method, top_k=top_k, as_json=as_json,
+                    output=output, personalization=None)
+
+
+def _run_and_report(g, load_s, *, top_k, as_json, output, **params) -> None:
+    from webrank import pagerank
+
+    status = _IterationStatus(enabled=not as_json and sys.stderr.isatty())
+    try:
+        result = pagerank(g, raise_on_nonconvergence=False, callback=status, **params)
+    finally:
+        status.close()
+    if output:
+        result.save(output)
+    top = result.top(top_k)
+    if as_json:
+        doc = {**result.summary(), "load_s": load_s, "graph": g.name,
+               "edges": g.num_edges, "top": [{"node": k, "score": s} for k, s in top]}
+        click.echo(json.dumps(doc))
+    else:
+        _print_ranking(result, top, g, load_s)
+    if not result.converged:
+        click.echo(
+            f"webrank: not converged in {result.iterations} iterations "
+            f"(residual {result.residual:.3e} > tol {result.tol:.1e})", err=True)
+        sys.exit(EXIT_NOT_CONVERGED)
+
+
+def _print_ranking(result, top, g, load_s) -> None:
+    from rich.table import Table
+
+    con = _console()
+    table = Table(title=f"Top {len(top)} of {g.n:,} pages — {Path(g.name or '').name}")
+    table.add_column("rank", justify="right")
+    table.add_column("node", justify="right")
+    table.add_column("score", justify="right")
+    for i, (node, score) in enumerate(top, 1):
+        table.add_row(str(i), str(node), f"{score:.6e}")
+    con.print(table)
+    state = "converged" if result.converged else "NOT converged"
+    con.print(
+        f"{result.method} on {result.device} ({result.device_name}), {result.dtype}: "
+        f"{state} in {result.iterations} iterations, {result.criterion} residual "
+        f"{result.residual:.3e}; compute {result.elapsed:.3f} s, "
+        f"setup {result.setup_time:.3f} s, load {load_s:.3f} s"
+    )
+
+
+def _read_personalization(path: str, labels: str) -> dict:
+    """``node [weight]`` per line (weight 1 if absent); ``#`` comments."""
+    from webrank.errors import GraphFormatError
+
+    out: dict[Any, float] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            tok = line.split()
+            if not tok or tok[0].startswith(("#", "%")):
+                continue
+            if len(tok) > 2:
+                raise GraphFormatError("expected 'node [weight]'", path=path, line=lineno,
+                                       text=line.rstrip("\n"))
+            try:
+                node = tok[0] if labels == "string" else int(tok[0])
+                w = float(tok[1]) if len(tok) == 2 else 1.0
+            except ValueError:
+                raise GraphFormatError("expected 'node [weight]' with numbers", path=path,
+                                       line=lineno, text=line.rstrip("\n")) from None
+            out[node] = out.get(node, 0.0) + w
+    if not out:
+        raise GraphFormatError("no personalization entries", path=path)
+    return out
+
+
+@cli.command()
+@click.argument("graph", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@_load_options
+def info(graph, as_json, fmt, labels, node_ids, unweighted) -> None:
+    """Print nodes, edges, dangling nodes, self-loops and degree statistics of GRAPH."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    g = _load(graph, fmt, labels, node_ids, unweighted)
+    load_s = time.perf_counter() - t0
+    indeg, outdeg = g.in_degree, g.out_degree
+    stats = {
+        "graph": g.name, "nodes": g.n, "edges": g.num_edges, "weighted": g.is_weighted,
+        "dangling": int(np.count_nonzero(g.dangling)), "self_loops": g.num_self_loops,
+        "isolated": int(np.count_nonzero((indeg == 0) & (outdeg == 0))),
+        "in_degree_max": int(indeg.max(initial=0)), "out_degree_max": int(outdeg.max(initial=0)),
+        "degree_mean": g.num_edges / max(g.n, 1),
+        "in_degree_median": float(np.median(indeg)) if g.n else 0.0,
+        "out_degree_median": float(np.median(outdeg)) if g.n else 0.0,
+        "load_s": load_s,
+    }
+    if as_json:
+        click.echo(json.dumps(stats))
+        return
+    from rich.table import Table
+
+    table = Table(title=str(g.name), show_header=False)
+    for k, v in stats.items():
+        table.add_row(k.replace("_", " "), f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"
+                      if isinstance(v, int) and not isinstance(v, bool) else str(v))
+    _console().print(table)
+
+
+@cli.command()
+@click.argument("graph", type=click.Path())
+@click.argument("out", type=click.Path(dir_okay=False))
+@_load_options
+def convert(graph, out, fmt, labels, node_ids, unweighted) -> None:
+    """Write GRAPH as webrank's binary cache OUT (.npz), fast to load again."""
+    from webrank.io import save_graph
+
+    if not out.endswith(".npz"):
+        raise click.BadParameter("the cache file name must end in .npz", param_hint="OUT")
+    t0 = time.perf_counter()
+    g = _load(graph, fmt, labels, node_ids, unweighted)
+    t1 = time.perf_counter()
+    save_graph(g, out)
+    click.echo(f"wrote {out}: {g.n:,} nodes, {g.num_edges:,} edges "
+               f"(parsed in {t1 - t0:.2f} s, written in {time.perf_counter() - t1:.2f} s)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, mapping errors to one line on stderr and an exit code."""
+    try:
+        cli.main(args=argv, prog_name="webrank", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("webrank: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"webrank: {exc.format_message()}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except ConvergenceError as exc:
+        click.echo(f"webrank: {exc}", err=True)
+        sys.exit(EXIT_NOT_CONVERGED)
+    except (WebrankError, ValueError, OSError, KeyError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        click.echo(f"webrank: {msg}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("webrank: interrupted", err=True)
+        sys.exit(130)

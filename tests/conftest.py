@@ -1,0 +1,39 @@
+"""Shared fixtures: the real datasets (skipped when absent) and GPU skipping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+REAL = {
+    "web-NotreDame": DATASETS / "web-NotreDame.txt.gz",
+    "cnr-2000": DATASETS / "cnr-2000.txt.gz",
+    "soc-Epinions1": DATASETS / "soc-Epinions1.txt.gz",
+}
+
+
+def dataset(name: str) -> Path:
+    """Path of a shared dataset, skipping the test when it is absent."""
+    p = REAL[name]
+    if not p.exists():
+        pytest.skip(f"dataset {p} not present")
+    return p
+
+
+def pytest_collection_modifyitems(config, items):
+    from webrank.backends import gpu_available
+
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="no usable GPU (CuPy + CUDA device)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
