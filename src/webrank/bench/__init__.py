@@ -1,0 +1,1 @@
+"""Benchmark support: machine description, timing helpers and result files."""

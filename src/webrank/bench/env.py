@@ -1,0 +1,101 @@
+"""What a benchmark result must say about where it came from."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["environment", "median_time", "write_json"]
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=Path(__file__).parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def environment() -> dict[str, Any]:
+    """Machine, CPU, GPU, library versions, commit and date of this run."""
+    import scipy
+
+    import webrank
+    from webrank.backends import gpu_name
+
+    env: dict[str, Any] = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "commit": _git_commit(),
+        "webrank": webrank.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "gpu": gpu_name(),
+    }
+    try:
+        import numba
+
+        env["numba"] = numba.__version__
+        env["numba_threads"] = numba.get_num_threads()
+    except ImportError:
+        pass
+    if env["gpu"]:
+        import cupy
+
+        env["cupy"] = cupy.__version__
+        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+        env["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
+    return env
+
+
+def median_time(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1,
+                sync: Callable[[], None] | None = None) -> dict[str, float]:
+    """Median/min/max wall time of ``fn()`` in seconds, after ``warmup`` untimed calls.
+
+    ``sync`` (e.g. a CUDA stream synchronize) runs before each clock read.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        if sync:
+            sync()
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        times.append(time.perf_counter() - t0)
+    return {"median": float(np.median(times)), "min": float(np.min(times)),
+            "max": float(np.max(times)), "repeat": repeat}
+
+
+def write_json(doc: dict[str, Any], path: str | Path) -> None:
+    """Write ``doc`` as indented JSON, atomically."""
+    from webrank.io._atomic import atomic_write
+
+    with atomic_write(Path(path), mode="w") as f:
+        json.dump(doc, f, indent=2, default=str)
+        f.write("\n")
