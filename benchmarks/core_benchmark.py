@@ -16,6 +16,7 @@ Usage: ``python benchmarks/core_benchmark.py [--out DIR] [--repeat R] [--skip-ne
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -25,7 +26,8 @@ import scipy.sparse as sp
 import webrank
 from webrank.bench.env import environment, median_time, write_json
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DATASETS = Path(os.environ.get("WEBRANK_DATASETS")
+                or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
 GRAPHS = ["web-NotreDame", "cnr-2000", "soc-Epinions1"]
 ALPHA, TOL = 0.85, 1e-10
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+# the shared datasets beside the checkout, or where WEBRANK_DATASETS points (GPU machine)
+DATASETS = Path(os.environ.get("WEBRANK_DATASETS")
+                or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
 REAL = {
     "web-NotreDame": DATASETS / "web-NotreDame.txt.gz",
     "cnr-2000": DATASETS / "cnr-2000.txt.gz",
