@@ -47,7 +47,7 @@ class CPUOperator(PageRankOperator):
             self._inv_out = np.where(self._dangling, 0.0, 1.0)
             self._vals = vals.astype(self.dtype)
         self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
-        self._partial = np.zeros((self._bounds.size, 2))
+        self._partial = np.zeros((self._bounds.size, 3))
         self._matrix: sp.csr_array | None = None
 
     def teleport(self) -> np.ndarray:
@@ -88,17 +88,19 @@ class CPUOperator(PageRankOperator):
         converged = False
         steps = 0
         delta = False
+        mass = 0.0
         while steps < max_steps:
-            res, dm = kernels.fused_step(
+            res, dm, mass = kernels.fused_step(
                 g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
-                self._inv_out, self.alpha, dm, crit, delta, self._bounds, x_next, xs_next,
-                self._partial,
+                self._inv_out, self.alpha, dm, mass, crit, delta, self._bounds, x_next,
+                xs_next, self._partial,
             )
             if self.delta_steps and not delta:
                 # switch to delta steps: gather (x_1 - x_0) / out from now on
                 d1 = x_next - x
                 xs_next[:] = d1 * self._inv_out
                 dm = float(d1[self._dangling].sum())
+                mass = float(d1.sum())
                 delta = True
             x, x_next = x_next, x
             xs, xs_next = xs_next, xs

@@ -140,8 +140,8 @@ class GPUOperator(PageRankOperator):
         tol_cmp = tol * tol if criterion == "l2" else tol
         xb = [cp.array(x, dtype=np.float64), cp.empty(n, dtype=np.float64)]
         xsb = [(xb[0] * self._inv_out).astype(self.dtype), cp.empty(n, dtype=self.dtype)]
-        # row k: (residual, dangling mass) after step k; row 0 describes x itself
-        acc = cp.zeros((max_steps + 1, 2), dtype=np.float64)
+        # row k: (residual, dangling mass, mass) after step k; row 0 describes x itself
+        acc = cp.zeros((max_steps + 1, 3), dtype=np.float64)
         acc[0, 0] = np.inf
         acc[0, 1] = self.dangling_mass(xb[0])
         vals = self._g["vals"] if self._g["vals"] is not None else self._empty_vals
@@ -165,6 +165,7 @@ class GPUOperator(PageRankOperator):
                     d1 = xb[1] - xb[0]
                     xsb[1][...] = d1 * self._inv_out
                     acc[1, 1] = d1[self._g["dangling"]].sum()
+                    acc[1, 2] = d1.sum()
             done += batch
             res = cp.asnumpy(acc[1 : done + 1, 0])  # the one sync of the batch
             below = np.flatnonzero(res < tol_cmp)

@@ -49,8 +49,8 @@ if HAVE_NUMBA:
 
     @njit(parallel=True, cache=True, fastmath=False)
     def _fused_step_numba(
-        indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, delta, bounds, x_out,
-        xs_out, partial,
+        indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit, delta, bounds,
+        x_out, xs_out, partial,
     ):  # pragma: no cover - compiled
         nchunks = bounds.size - 1
         uniform_v = v.size == 1
@@ -59,6 +59,7 @@ if HAVE_NUMBA:
         for c in prange(nchunks):
             res = 0.0
             dmass = 0.0
+            tmass = 0.0
             for i in range(bounds[c], bounds[c + 1]):
                 acc = 0.0
                 if weighted:
@@ -71,6 +72,7 @@ if HAVE_NUMBA:
                 di = d[0] if uniform_d else d[i]
                 t = alpha * acc + alpha * dm * di
                 if delta:
+                    t -= alpha * mass * vi  # drop the mass rounding put into D (see below)
                     diff = abs(t)
                     x_out[i] = x[i] + t
                 else:
@@ -81,6 +83,7 @@ if HAVE_NUMBA:
                 xs_out[i] = t * s
                 if s == 0.0:
                     dmass += t
+                tmass += t
                 if crit == 0:
                     res += diff
                 elif crit == 1:
@@ -89,6 +92,7 @@ if HAVE_NUMBA:
                     res = diff
             partial[c, 0] = res
             partial[c, 1] = dmass
+            partial[c, 2] = tmass
 
 
 def fused_step(
@@ -102,14 +106,15 @@ def fused_step(
     inv_out: np.ndarray,
     alpha: float,
     dm: float,
+    mass: float,
     crit: int,
     delta: bool,
     bounds: np.ndarray,
     x_out: np.ndarray,
     xs_out: np.ndarray,
     partial: np.ndarray,
-) -> tuple[float, float]:
-    """One fused power step; returns ``(residual, dangling mass of the gathered vector)``.
+) -> tuple[float, float, float]:
+    """One fused power step; returns ``(residual, dangling mass, mass)`` of the new vector.
 
     ``vals`` is empty for unweighted graphs; ``v``/``d`` have length 1 when uniform.
     The residual is the L1 sum, the L2 *squared* sum, or the max, by ``crit``.
@@ -120,20 +125,22 @@ def fused_step(
     so the step writes ``x' = x + D'`` and ``D' / out``. Rounding ``D`` to float32 errs
     relative to ``D``, which vanishes, where rounding ``x`` errs relative to ``x``: with a
     float32 gather the plain step stalls at an L1 residual near 1e-8, the delta step
-    does not.
+    does not. The true ``D`` sums to zero; rounding gives it a little mass, which the
+    iteration would only damp by ``alpha`` a step, so each delta step subtracts
+    ``alpha * mass(D) * v`` (``mass`` is the previous step's third return value).
     """
     if HAVE_NUMBA:
-        _fused_step_numba(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
-                          delta, bounds, x_out, xs_out, partial)
+        _fused_step_numba(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass,
+                          crit, delta, bounds, x_out, xs_out, partial)
         p = partial[: bounds.size - 1]
         res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
-        return float(res), float(p[:, 1].sum())
-    return _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
-                             delta, x_out, xs_out)
+        return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
+    return _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass,
+                             crit, delta, x_out, xs_out)
 
 
-def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, delta,
-                      x_out, xs_out):  # pragma: no cover - only without numba
+def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
+                      delta, x_out, xs_out):  # pragma: no cover - only without numba
     import scipy.sparse as sp
 
     n = indptr.size - 1
@@ -141,6 +148,7 @@ def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, cr
     a = sp.csr_array((data, indices, indptr), shape=(n, n))
     t = alpha * (a @ xs) + alpha * dm * d
     if delta:
+        t -= alpha * mass * v
         diff = np.abs(t)
         np.add(x, t, out=x_out)
     else:
@@ -149,7 +157,7 @@ def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, cr
         x_out[:] = t
     np.multiply(t, inv_out, out=xs_out, casting="unsafe")
     res = diff.sum() if crit == 0 else (diff * diff).sum() if crit == 1 else diff.max()
-    return float(res), float(t[inv_out == 0].sum())
+    return float(res), float(t[inv_out == 0].sum()), float(t.sum())
 
 
 def default_chunks() -> int:

@@ -46,6 +46,7 @@ __global__ void wr_fused_step(
 {
     if (acc_prev[0] < tol_cmp) return;        // converged earlier: queued step is a no-op
     const double dm = acc_prev[1];
+    const double mass = acc_prev[2];
     const double inv_n = 1.0 / (double)n;
     const int lane = threadIdx.x % GROUP;
     // rows are dealt out a warp at a time so that every lane of a warp runs the same
@@ -54,7 +55,7 @@ __global__ void wr_fused_step(
     const i64 warp_id = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     const int sub = (threadIdx.x % 32) / GROUP;
-    double res = 0.0, dmass = 0.0;
+    double res = 0.0, dmass = 0.0, tmass = 0.0;
     for (i64 r0 = warp_id * RPW; r0 < n; r0 += nwarps * RPW) {
         const i64 row = r0 + sub;
         const bool valid = row < n;
@@ -76,6 +77,7 @@ __global__ void wr_fused_step(
             double t = alpha * acc + alpha * dm * di;
             double diff;
             if (delta) {            // t is the change x' - x (see kernels.cpu.fused_step)
+                t -= alpha * mass * vi;
                 diff = fabs(t);
                 x_out[row] = x[row] + t;
             } else {
@@ -86,34 +88,39 @@ __global__ void wr_fused_step(
             const double s = inv_out[row];
             xs_out[row] = (T)(t * s);
             if (s == 0.0) dmass += t;
+            tmass += t;
             if (crit == 0) res += diff;
             else if (crit == 1) res += diff * diff;
             else res = fmax(res, diff);
         }
     }
     // block reduction: warp shuffles, then one value per warp through shared memory
-    __shared__ double s_res[32], s_dm[32];
+    __shared__ double s_res[32], s_dm[32], s_m[32];
     for (int off = 16; off > 0; off >>= 1) {
         const double r2 = __shfl_down_sync(0xffffffffu, res, off);
         res = (crit == 2) ? fmax(res, r2) : res + r2;
         dmass += __shfl_down_sync(0xffffffffu, dmass, off);
+        tmass += __shfl_down_sync(0xffffffffu, tmass, off);
     }
     const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
-    if (wl == 0) { s_res[warp] = res; s_dm[warp] = dmass; }
+    if (wl == 0) { s_res[warp] = res; s_dm[warp] = dmass; s_m[warp] = tmass; }
     __syncthreads();
     if (warp == 0) {
         const int nw = blockDim.x / 32;
         res = wl < nw ? s_res[wl] : 0.0;
         dmass = wl < nw ? s_dm[wl] : 0.0;
+        tmass = wl < nw ? s_m[wl] : 0.0;
         for (int off = 16; off > 0; off >>= 1) {
             const double r2 = __shfl_down_sync(0xffffffffu, res, off);
             res = (crit == 2) ? fmax(res, r2) : res + r2;
             dmass += __shfl_down_sync(0xffffffffu, dmass, off);
+            tmass += __shfl_down_sync(0xffffffffu, tmass, off);
         }
         if (wl == 0) {
             if (crit == 2) wr_atomic_max_nonneg(&acc_out[0], res);
             else atomicAdd(&acc_out[0], res);
             atomicAdd(&acc_out[1], dmass);
+            atomicAdd(&acc_out[2], tmass);
         }
     }
 }

@@ -1,0 +1,754 @@
+"""Vectorised, seeded random graph generators.
+
+Every generator returns ``(src, dst, n)``: two integer arrays of equal length
+holding the directed edge list and the number of nodes ``n`` (node ids are
+``0 .. n-1``).  Arrays are ``numpy.ndarray`` of ``int64`` except for
+:func:`rmat`, which honours its ``xp`` (NumPy or CuPy) and ``dtype`` arguments.
+
+No generator loops in Python over edges or nodes; the remaining Python loops
+run over a small number of rounds (batches, rejection rounds, pointer-jumping
+rounds) or over the ``scale`` levels of R-MAT.
+
+Generators
+----------
+erdos_renyi
+    Directed :math:`G(n, p)`, exact.
+watts_strogatz
+    Small-world ring lattice with rewiring (both directions of every edge).
+scale_free
+    Bollobás–Borgs–Chayes–Riordan directed scale-free multigraph, exact in
+    distribution (same law as :func:`networkx.scale_free_graph`).
+rmat
+    R-MAT / Graph500 Kronecker generator, NumPy or CuPy.
+generate
+    Dispatch by name (``"er"``, ``"ws"``, ``"scale-free"``, ``"rmat"``).
+
+Seeding
+-------
+``seed`` may be ``None``, an ``int`` or a :class:`numpy.random.Generator`;
+NumPy generators use :func:`numpy.random.default_rng`.  The same seed gives the
+same arrays (for a given NumPy version); the random streams are *not* those of
+NetworkX, only the distributions are.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "KINDS",
+    "erdos_renyi",
+    "generate",
+    "rmat",
+    "scale_free",
+    "watts_strogatz",
+]
+
+#: Graph500 initiator probabilities (``d = 1 - a - b - c = 0.05``).
+GRAPH500_A = 0.57
+GRAPH500_B = 0.19
+GRAPH500_C = 0.19
+
+#: Default number of edges generated per chunk by :func:`rmat`.
+RMAT_CHUNK = 1 << 24
+
+# Largest batch of geometric gaps drawn at once by erdos_renyi.
+_ER_BATCH = 1 << 24
+
+
+def _rng(seed: Any) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _empty(n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    return np.empty(0, np.int64), np.empty(0, np.int64), int(n)
+
+
+# ---------------------------------------------------------------------------
+# Erdős–Rényi
+# ---------------------------------------------------------------------------
+
+
+def erdos_renyi(
+    n: int,
+    p: float | None = None,
+    *,
+    avg_degree: float | None = None,
+    seed: Any = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""Directed Erdős–Rényi random graph :math:`G(n, p)`.
+
+    Every ordered pair :math:`(u, v)` with :math:`u \ne v` is an edge
+    independently with probability ``p``, as in
+    ``networkx.fast_gnp_random_graph(n, p, directed=True)``.  The number of
+    edges is therefore :math:`\mathrm{Binomial}(n(n-1), p)` and every
+    out-degree is :math:`\mathrm{Binomial}(n-1, p)`.
+
+    The ``n(n-1)`` candidate pairs are numbered ``k = u*(n-1) + r`` (``r`` is
+    the rank of ``v`` among the nodes other than ``u``) and the positions of
+    the successes are found by *geometric skipping* (Batagelj & Brandes
+    2005): the gaps between consecutive successes of a Bernoulli(``p``)
+    sequence are i.i.d. Geometric(``p``), so they are drawn in large batches
+    and cumulatively summed.  This is exact (no approximation), yields no
+    self loops and no duplicate pairs, and costs :math:`O(n + m)` time.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    p : float, optional
+        Edge probability in ``[0, 1]``.  Exactly one of ``p`` and
+        ``avg_degree`` must be given.
+    avg_degree : float, optional
+        Expected out-degree; sets ``p = avg_degree / (n - 1)``.
+    seed : None, int or numpy.random.Generator, optional
+        Seed for :func:`numpy.random.default_rng`.  Default ``None``.
+
+    Returns
+    -------
+    src, dst : numpy.ndarray of int64
+        Edge list, sorted by ``(src, dst)``.
+    n : int
+        Number of nodes.
+
+    References
+    ----------
+    .. [1] P. Erdős and A. Rényi, "On random graphs I", Publicationes
+       Mathematicae Debrecen 6, 290–297, 1959.
+    .. [2] E. N. Gilbert, "Random graphs", Annals of Mathematical
+       Statistics 30(4), 1141–1144, 1959.
+    .. [3] V. Batagelj and U. Brandes, "Efficient generation of large random
+       networks", Physical Review E 71, 036113, 2005.
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    if (p is None) == (avg_degree is None):
+        raise ValueError("give exactly one of p and avg_degree")
+    if p is None:
+        p = float(avg_degree) / (n - 1) if n > 1 else 0.0
+        p = min(max(p, 0.0), 1.0)
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p}")
+    if n < 2 or p == 0.0:
+        return _empty(n)
+    rng = _rng(seed)
+    total = n * (n - 1)  # number of candidate ordered pairs
+    parts = []
+    last = -1  # index of the last success so far
+    while True:
+        remaining = total - 1 - last
+        mean = remaining * p
+        size = int(mean + 6.0 * math.sqrt(mean + 1.0) + 16)
+        size = max(1, min(size, _ER_BATCH))
+        pos = np.cumsum(rng.geometric(p, size=size))
+        pos += last
+        if pos[-1] >= total:
+            parts.append(pos[: np.searchsorted(pos, total)])
+            break
+        parts.append(pos)
+        last = int(pos[-1])
+    k = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    src, r = np.divmod(k, n - 1)
+    dst = r + (r >= src)
+    return src.astype(np.int64, copy=False), dst.astype(np.int64, copy=False), n
+
+
+# ---------------------------------------------------------------------------
+# Watts–Strogatz
+# ---------------------------------------------------------------------------
+
+
+def watts_strogatz(
+    n: int,
+    k: int,
+    p: float,
+    *,
+    seed: Any = None,
+    max_rounds: int = 256,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Watts–Strogatz small-world graph, as a symmetric directed edge list.
+
+    Follows ``networkx.watts_strogatz_graph(n, k, p)``: start from the
+    undirected ring lattice joining each node to its ``k // 2`` nearest
+    neighbours on each side, then for every lattice edge ``(u, u + j)``
+    independently with probability ``p`` replace it by ``(u, w)``, ``w``
+    uniform among the nodes that are neither ``u`` nor already neighbours of
+    ``u``.  The result is returned with both directions of every undirected
+    edge (what :func:`networkx.pagerank` uses for an undirected graph), so
+    ``len(src) == n * (k // 2) * 2``.
+
+    Vectorisation (approximation)
+    -----------------------------
+    NetworkX rewires the edges one at a time.  Here all edges picked for
+    rewiring are removed at once, and new endpoints are proposed for all of
+    them in rounds: a proposal is accepted when it is not a self loop, not an
+    edge of the current graph (kept lattice edges plus rewirings accepted in
+    earlier rounds) and not the same edge as an earlier proposal of the same
+    round; rejected ones draw again next round.  The differences from the
+    sequential process are of order ``p * k / n`` per edge (an edge waiting to
+    be rewired can be chosen as a new edge by another rewiring slightly more
+    often; no self loops or duplicate edges are ever produced).  NetworkX
+    skips a rewiring when ``u`` is already joined to every other node; here a
+    rewiring still pending after ``max_rounds`` rounds (which only happens
+    when ``k`` is close to ``n``) restores its original edge if that is still
+    absent, and is dropped otherwise.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    k : int
+        Each node is joined to its ``k // 2`` nearest neighbours on each side
+        of the ring (``k`` odd behaves like ``k - 1``, as in NetworkX).
+        ``k == n`` gives the complete graph; ``k > n`` raises ``ValueError``.
+    p : float
+        Rewiring probability in ``[0, 1]``.
+    seed : None, int or numpy.random.Generator, optional
+        Seed for :func:`numpy.random.default_rng`.  Default ``None``.
+    max_rounds : int, optional
+        Cap on the rejection rounds of the rewiring.  Default 256.
+
+    Returns
+    -------
+    src, dst : numpy.ndarray of int64
+        Directed edge list containing ``(u, v)`` and ``(v, u)`` for every
+        undirected edge; the first half holds one direction, the second half
+        the reverse, in the same order.
+    n : int
+        Number of nodes.
+
+    References
+    ----------
+    .. [1] D. J. Watts and S. H. Strogatz, "Collective dynamics of
+       'small-world' networks", Nature 393, 440–442, 1998.
+    """
+    n, k, p = int(n), int(k), float(p)
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    if k > n:
+        raise ValueError("k > n, choose smaller k or larger n")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], got {p}")
+    if k == n:  # complete graph, as NetworkX
+        if n < 2:
+            return _empty(n)
+        kk = np.arange(n * (n - 1), dtype=np.int64)
+        src, r = np.divmod(kk, n - 1)
+        return src, r + (r >= src), n
+    half = k // 2
+    if n == 0 or half == 0:
+        return _empty(n)
+    rng = _rng(seed)
+    nodes = np.arange(n, dtype=np.int64)
+    # lattice edges in NetworkX's rewiring order: for j in 1..half, for u in nodes
+    u = np.tile(nodes, half)
+    v = (u + np.repeat(np.arange(1, half + 1, dtype=np.int64), n)) % n
+    if p > 0.0:
+        rewire = rng.random(u.size) < p
+        idx = np.flatnonzero(rewire)
+    else:
+        idx = np.empty(0, np.int64)
+    if idx.size:
+
+        def key(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return np.minimum(a, b) * n + np.maximum(a, b)
+
+        keep = ~rewire
+        base = np.sort(key(u[keep], v[keep]))  # kept lattice edges, never change
+        added = np.empty(0, np.int64)  # sorted keys of accepted rewirings
+
+        def present(q: np.ndarray) -> np.ndarray:
+            out = np.zeros(q.size, bool)
+            for ref in (base, added):
+                if ref.size:
+                    i = np.searchsorted(ref, q)
+                    i[i == ref.size] = 0
+                    out |= ref[i] == q
+            return out
+
+        pend = idx
+        for _ in range(max_rounds):
+            if pend.size == 0:
+                break
+            pu = u[pend]
+            w = rng.integers(0, n, size=pend.size)
+            q = key(pu, w)
+            ok = np.flatnonzero((w != pu) & ~present(q))
+            # among this round's proposals keep the first of equal edges
+            _, first = np.unique(q[ok], return_index=True)
+            acc = ok[first]
+            v[pend[acc]] = w[acc]
+            added = np.sort(np.concatenate([added, q[acc]]))
+            mask = np.ones(pend.size, bool)
+            mask[acc] = False
+            pend = pend[mask]
+        if pend.size:  # saturated nodes: restore the original edge if possible
+            q = key(u[pend], v[pend])
+            ok = np.flatnonzero(~present(q))
+            _, first = np.unique(q[ok], return_index=True)
+            drop = np.ones(pend.size, bool)
+            drop[ok[first]] = False
+            if drop.any():
+                keep_e = np.ones(u.size, bool)
+                keep_e[pend[drop]] = False
+                u, v = u[keep_e], v[keep_e]
+    src = np.concatenate([u, v])
+    dst = np.concatenate([v, u])
+    return src, dst, n
+
+
+# ---------------------------------------------------------------------------
+# Bollobás–Borgs–Chayes–Riordan directed scale-free graph
+# ---------------------------------------------------------------------------
+
+
+def _resolve_pointers(val: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Resolve ``val[t] = val[ptr[t]]`` for ``ptr[t] >= 0`` (``ptr[t] < t``).
+
+    Pointer jumping: every round either resolves an entry (its target is
+    resolved) or doubles its jump, so the number of rounds is logarithmic in
+    the longest chain (chains have expected length ``O(log t)`` here).
+    """
+    val = val.copy()
+    ptr = ptr.copy()
+    todo = np.flatnonzero(ptr >= 0)
+    while todo.size:
+        tgt = ptr[todo]
+        nxt = ptr[tgt]
+        done = nxt < 0
+        val[todo[done]] = val[tgt[done]]
+        ptr[todo[done]] = -1
+        ptr[todo[~done]] = nxt[~done]
+        todo = todo[~done]
+    return val
+
+
+def scale_free(
+    n: int,
+    *,
+    alpha: float = 0.41,
+    beta: float = 0.54,
+    gamma: float = 0.05,
+    delta_in: float = 0.2,
+    delta_out: float = 0.0,
+    seed: Any = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    r"""Directed scale-free multigraph of Bollobás, Borgs, Chayes and Riordan.
+
+    Same model and parameters as :func:`networkx.scale_free_graph` (which is
+    the reference for the conventions below).  Start from the 3-cycle
+    ``0 -> 1 -> 2 -> 0``; then, until there are ``n`` nodes, add one edge per
+    step:
+
+    * with probability ``alpha``: a new node ``v`` and an edge ``v -> w``;
+    * with probability ``beta``: an edge ``v -> w`` between existing nodes;
+    * with probability ``gamma``: a new node ``w`` and an edge ``v -> w``;
+
+    where ``w`` (when not new) is chosen with probability proportional to
+    ``in_degree(w) + delta_in`` and ``v`` (when not new) proportional to
+    ``out_degree(v) + delta_out``.  Like NetworkX, in an alpha step the new
+    node ``v`` already counts among the candidates for ``w`` (so self loops
+    occur), and parallel edges are kept.
+
+    Exact vectorised formulation
+    ----------------------------
+    Choosing ``w`` proportional to ``in_degree + delta_in`` is the mixture
+    "uniform node with probability :math:`N\delta/(N\delta + E)`, otherwise
+    the head of a uniformly chosen existing edge" (:math:`N` nodes, :math:`E`
+    edges so far), exactly NetworkX's ``_choose_node``.  The step types, and
+    hence :math:`N` and :math:`E` at every step, do not depend on which nodes
+    were chosen, so all types, coins, uniform nodes and uniform *edge
+    indices* are drawn up front as arrays.  An endpoint defined as "the head
+    (tail) of earlier edge ``e``" is a pointer ``dst[t] = dst[e]``
+    (``src[t] = src[e]``) with ``e < t``; the pointer chains are resolved
+    with vectorised pointer jumping in :math:`O(\log\log)` rounds.  The result
+    has exactly the distribution of the sequential process -- no snapshot
+    approximation is made (only the random stream differs from NetworkX's).
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes (at least 3 are always produced, like NetworkX).
+    alpha : float, optional
+        Probability of adding a new node with an edge to an existing node
+        chosen by in-degree.  Default 0.41.
+    beta : float, optional
+        Probability of adding an edge between two existing nodes.
+        Default 0.54.
+    gamma : float, optional
+        Probability of adding a new node with an edge from an existing node
+        chosen by out-degree.  Default 0.05.  ``alpha + beta + gamma`` must
+        be 1, and all three must be positive.
+    delta_in : float, optional
+        Bias added to in-degrees when choosing heads.  Default 0.2.
+    delta_out : float, optional
+        Bias added to out-degrees when choosing tails.  Default 0.
+    seed : None, int or numpy.random.Generator, optional
+        Seed for :func:`numpy.random.default_rng`.  Default ``None``.
+
+    Returns
+    -------
+    src, dst : numpy.ndarray of int64
+        Edge list in insertion order (the three cycle edges first); may
+        contain self loops and parallel edges.  About
+        ``n / (alpha + gamma)`` edges.
+    n : int
+        Number of nodes, ``max(n, 3)``.
+
+    References
+    ----------
+    .. [1] B. Bollobás, C. Borgs, J. Chayes and O. Riordan, "Directed
+       scale-free graphs", Proceedings of the 14th Annual ACM-SIAM Symposium
+       on Discrete Algorithms (SODA), 132–139, 2003.
+    """
+    n = int(n)
+    if alpha <= 0:
+        raise ValueError("alpha must be > 0.")
+    if beta <= 0:
+        raise ValueError("beta must be > 0.")
+    if gamma <= 0:
+        raise ValueError("gamma must be > 0.")
+    if abs(alpha + beta + gamma - 1.0) >= 1e-9:
+        raise ValueError("alpha+beta+gamma must equal 1.")
+    if delta_in < 0:
+        raise ValueError("delta_in must be >= 0.")
+    if delta_out < 0:
+        raise ValueError("delta_out must be >= 0.")
+    rng = _rng(seed)
+    init_src = np.array([0, 1, 2], np.int64)
+    init_dst = np.array([1, 2, 0], np.int64)
+    n0, e0 = 3, 3
+    need = n - n0  # node-adding steps still to come
+    if need <= 0:
+        return init_src, init_dst, n0
+
+    # --- step types: 0 = alpha, 1 = beta, 2 = gamma; stop at the need-th new node
+    pnew = alpha + gamma
+    chunks = []
+    have = 0
+    while have < need:
+        rest = need - have
+        size = int(rest / pnew + 6.0 * math.sqrt(rest / pnew * (1 - pnew)) + 64)
+        r = rng.random(size)
+        t = np.where(r < alpha, 0, np.where(r < alpha + beta, 1, 2)).astype(np.int8)
+        c = np.cumsum(t != 1)
+        if have + c[-1] >= need:
+            stop = int(np.searchsorted(c, need - have)) + 1
+            chunks.append(t[:stop])
+            break
+        chunks.append(t)
+        have += int(c[-1])
+    typ = np.concatenate(chunks)
+    steps = typ.size
+    is_a, is_g = typ == 0, typ == 2
+    newnode = is_a | is_g
+    # nodes before each step, edges before each step
+    nodes_before = n0 + np.cumsum(newnode) - newnode
+    edges_before = e0 + np.arange(steps, dtype=np.int64)
+
+    def choose(nodes: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Value (uniform node) or pointer (uniform earlier edge) per step."""
+        ptr = rng.integers(0, edges_before)
+        val = np.full(steps, -1, np.int64)
+        if delta > 0:
+            bias = nodes * delta
+            uni = rng.random(steps) < bias / (bias + edges_before)
+            val[uni] = rng.integers(0, nodes[uni])
+            ptr[uni] = -1
+        return val, ptr
+
+    # tails: new node in alpha steps, else by out-degree among nodes_before
+    s_val, s_ptr = choose(nodes_before, delta_out)
+    s_val[is_a] = nodes_before[is_a]
+    s_ptr[is_a] = -1
+    # heads: new node in gamma steps, else by in-degree; in alpha steps the new
+    # tail is already a candidate node
+    d_val, d_ptr = choose(nodes_before + is_a, delta_in)
+    d_val[is_g] = nodes_before[is_g]
+    d_ptr[is_g] = -1
+
+    src = _resolve_pointers(
+        np.concatenate([init_src, s_val]), np.concatenate([np.full(e0, -1), s_ptr])
+    )
+    dst = _resolve_pointers(
+        np.concatenate([init_dst, d_val]), np.concatenate([np.full(e0, -1), d_ptr])
+    )
+    return src, dst, n0 + need
+
+
+# ---------------------------------------------------------------------------
+# R-MAT / Graph500 Kronecker
+# ---------------------------------------------------------------------------
+
+
+def _get_xp(xp: Any) -> Any:
+    if xp is None:
+        return np
+    if isinstance(xp, str):
+        if xp in ("numpy", "np", "cpu"):
+            return np
+        if xp in ("cupy", "cp", "gpu", "cuda"):
+            import cupy  # optional dependency, imported lazily
+
+            return cupy
+        raise ValueError(f"unknown array module {xp!r}")
+    return xp
+
+
+def _xp_rng(xp: Any, seed: Any) -> Any:
+    """A seeded generator for array module ``xp`` (numpy or cupy)."""
+    if xp is np:
+        return np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(0, 2**63 - 1))
+    elif isinstance(seed, np.integer):
+        seed = int(seed)
+    default_rng = getattr(xp.random, "default_rng", None)
+    if default_rng is not None:
+        return default_rng(seed)
+    return xp.random.RandomState(seed)
+
+
+def _uniform32(rng: Any, out: Any) -> Any:
+    """Fill ``out`` (float32) with uniforms in [0, 1); return the filled array.
+
+    Works with NumPy and CuPy Generators (``random(size, dtype, out=)``) and
+    with ``cupy.random.RandomState`` (``random_sample``, which allocates).
+    """
+    if hasattr(rng, "random_sample"):  # legacy RandomState API
+        return rng.random_sample(size=out.shape, dtype=np.float32)
+    return rng.random(out.shape, dtype=np.float32, out=out)
+
+
+def _permutation(xp: Any, rng: Any, n: int) -> Any:
+    """A uniformly random permutation of ``range(n)`` as an int64 array."""
+    perm = getattr(rng, "permutation", None)
+    if perm is not None:
+        return perm(n)
+    # cupy.random.Generator has no permutation: argsort random 62-bit keys
+    keys = rng.integers(0, 1 << 62, size=n, dtype=np.int64)
+    return xp.argsort(keys)
+
+
+def rmat(
+    scale: int,
+    edge_factor: int = 16,
+    *,
+    a: float = GRAPH500_A,
+    b: float = GRAPH500_B,
+    c: float = GRAPH500_C,
+    seed: Any = None,
+    xp: Any = None,
+    shuffle: bool = True,
+    dtype: Any = np.int64,
+    chunk_size: int = RMAT_CHUNK,
+) -> tuple[Any, Any, int]:
+    r"""R-MAT / Graph500 Kronecker random graph, on the CPU or the GPU.
+
+    ``n = 2**scale`` nodes and ``m = edge_factor * n`` directed edges, drawn
+    independently.  Each edge picks one quadrant of the adjacency matrix per
+    level, ``scale`` times: top-left with probability ``a``, top-right ``b``,
+    bottom-left ``c`` and bottom-right ``d = 1 - a - b - c``; level ``l``
+    (``l = 0`` first) sets bit ``scale - 1 - l`` of the source (row) and of
+    the destination (column).  Self loops and parallel edges are kept, as in
+    the Graph500 generator.  With ``shuffle=True`` vertex ids are relabelled
+    by a uniformly random permutation (as the Graph500 specification
+    requires) so that ids carry no locality or degree information.
+
+    Vectorised level by level: one float32 uniform ``r`` per edge per level
+    decides both bits (quadrants laid out on ``[0, 1)`` as ``a | b | d | c``:
+    source bit ``r >= a+b``, destination bit ``(r >= a) xor (r >= a+b+d)``),
+    for a whole chunk of edges at once.  Chunks of ``chunk_size`` edges bound
+    the temporaries (one float32 and three boolean buffers of ``chunk_size``,
+    reused across levels and chunks, plus two int32 accumulators when
+    ``dtype`` is int64) independently of ``m``.  Only array operations
+    common to NumPy and CuPy are used, so the same code runs on the GPU with
+    ``xp=cupy``.
+
+    The permutation is drawn *after* all edges, so for the same seed the
+    shuffled graph is exactly the unshuffled graph with its vertices
+    relabelled (same degree multisets).  The arrays depend on ``chunk_size``.
+
+    Parameters
+    ----------
+    scale : int
+        Base-2 logarithm of the number of nodes.
+    edge_factor : int, optional
+        Edges per node.  Default 16 (Graph500).
+    a, b, c : float, optional
+        Quadrant probabilities; ``d = 1 - a - b - c`` must be >= 0.
+        Defaults are Graph500's 0.57, 0.19, 0.19 (``d = 0.05``).
+    seed : None, int or numpy.random.Generator, optional
+        With NumPy, passed to :func:`numpy.random.default_rng`; with CuPy,
+        passed to ``cupy.random.default_rng`` (or ``cupy.random.RandomState``
+        where that is missing); a NumPy Generator is turned into an int seed.
+        Default ``None``.
+    xp : module or str, optional
+        Array module: ``numpy`` (default, also ``None`` or ``"numpy"``) or
+        ``cupy`` (also ``"cupy"``; imported only then).
+    shuffle : bool, optional
+        Relabel vertices by a random permutation.  Default ``True``.
+    dtype : dtype, optional
+        Integer dtype of ``src``/``dst``: ``int64`` (default) or ``int32``
+        (halves memory; needs ``scale <= 31``).
+    chunk_size : int, optional
+        Edges generated per chunk.  Default ``2**24``.
+
+    Returns
+    -------
+    src, dst : xp.ndarray of ``dtype``
+        Edge list of length ``edge_factor * 2**scale``.
+    n : int
+        Number of nodes, ``2**scale``.
+
+    References
+    ----------
+    .. [1] D. Chakrabarti, Y. Zhan and C. Faloutsos, "R-MAT: A recursive
+       model for graph mining", Proceedings of the 2004 SIAM International
+       Conference on Data Mining (SDM), 442–446, 2004.
+    .. [2] J. Leskovec, D. Chakrabarti, J. Kleinberg, C. Faloutsos and
+       Z. Ghahramani, "Kronecker graphs: an approach to modeling networks",
+       JMLR 11, 985–1042, 2010.
+    .. [3] Graph500 Steering Committee, "Graph 500 Benchmark Specification",
+       Kernel generator section, https://graph500.org/ (v2.x / v3.0).
+    """
+    xp = _get_xp(xp)
+    scale, edge_factor = int(scale), int(edge_factor)
+    if scale < 0:
+        raise ValueError("scale must be >= 0")
+    if edge_factor < 0:
+        raise ValueError("edge_factor must be >= 0")
+    a, b, c = float(a), float(b), float(c)
+    d = 1.0 - a - b - c
+    if min(a, b, c) < 0 or d < -1e-12:
+        raise ValueError("need a, b, c >= 0 and a + b + c <= 1")
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise ValueError("dtype must be an integer dtype")
+    if scale > 8 * dtype.itemsize - (1 if dtype.kind == "i" else 0):
+        raise ValueError(f"scale {scale} does not fit node ids in {dtype}")
+    chunk_size = max(1, int(chunk_size))
+    n = 1 << scale
+    m = edge_factor * n
+    rng = _xp_rng(xp, seed)
+    src = xp.empty(m, dtype=dtype)
+    dst = xp.empty(m, dtype=dtype)
+    # Quadrants laid out on [0, 1) as a | b | d | c, so that
+    # src bit = r >= a+b and dst bit = (r >= a) xor (r >= a+b+d).
+    t_a = np.float32(a)
+    t_ab = np.float32(a + b)
+    t_abd = np.float32(a + b + max(d, 0.0))
+    # accumulate ids in 32-bit words when they fit (fewer bytes per level)
+    work = np.dtype(np.int32) if scale <= 31 else np.dtype(np.int64)
+    csize = min(chunk_size, m)
+    if csize:
+        r_buf = xp.empty(csize, dtype=np.float32)
+        s_bit = xp.empty(csize, dtype=bool)
+        t_bit = xp.empty(csize, dtype=bool)
+        tmp = xp.empty(csize, dtype=bool)
+        if work != dtype:
+            s_acc = xp.empty(csize, dtype=work)
+            t_acc = xp.empty(csize, dtype=work)
+    for lo in range(0, m, chunk_size):
+        hi = min(lo + chunk_size, m)
+        size = hi - lo
+        if work == dtype:  # accumulate straight into the output
+            s, t = src[lo:hi], dst[lo:hi]
+        else:
+            s, t = s_acc[:size], t_acc[:size]
+        sb, tb, tm = s_bit[:size], t_bit[:size], tmp[:size]
+        s.fill(0)
+        t.fill(0)
+        for _ in range(scale):
+            r = _uniform32(rng, r_buf[:size])
+            xp.greater_equal(r, t_ab, out=sb)
+            xp.greater_equal(r, t_a, out=tb)
+            xp.greater_equal(r, t_abd, out=tm)
+            xp.logical_xor(tb, tm, out=tb)
+            xp.left_shift(s, 1, out=s)
+            xp.bitwise_or(s, sb, out=s)
+            xp.left_shift(t, 1, out=t)
+            xp.bitwise_or(t, tb, out=t)
+        if work != dtype:
+            src[lo:hi] = s
+            dst[lo:hi] = t
+    if shuffle and n > 1:
+        perm = _permutation(xp, rng, n).astype(dtype, copy=False)
+        for lo in range(0, m, chunk_size):
+            hi = min(lo + chunk_size, m)
+            src[lo:hi] = perm[src[lo:hi]]
+            dst[lo:hi] = perm[dst[lo:hi]]
+        del perm
+    return src, dst, n
+
+
+# ---------------------------------------------------------------------------
+# Dispatcher
+# ---------------------------------------------------------------------------
+
+#: Kind names accepted by :func:`generate` and their canonical kind.
+KINDS: dict[str, str] = {
+    "er": "er",
+    "erdos-renyi": "er",
+    "gnp": "er",
+    "ws": "ws",
+    "watts-strogatz": "ws",
+    "small-world": "ws",
+    "scale-free": "scale-free",
+    "sf": "scale-free",
+    "bollobas": "scale-free",
+    "rmat": "rmat",
+    "r-mat": "rmat",
+    "kronecker": "rmat",
+    "graph500": "rmat",
+}
+
+
+def generate(
+    kind: str, n_or_scale: int, *, seed: Any = None, **params: Any
+) -> tuple[Any, Any, int]:
+    """Generate a random graph by kind name.
+
+    Parameters
+    ----------
+    kind : str
+        ``"er"`` (:func:`erdos_renyi`), ``"ws"`` (:func:`watts_strogatz`),
+        ``"scale-free"`` (:func:`scale_free`) or ``"rmat"`` (:func:`rmat`);
+        the aliases in :data:`KINDS` (case-insensitive, ``_`` = ``-``) work
+        too.
+    n_or_scale : int
+        Number of nodes, or ``scale`` (log2 of the node count) for ``"rmat"``.
+    seed : None, int or numpy.random.Generator, optional
+        Passed to the generator.  Default ``None``.
+    **params
+        Keyword arguments of the generator.  Defaults used when absent:
+        ``"er"``: ``avg_degree=10`` unless ``p`` is given; ``"ws"``: ``k=10``,
+        ``p=0.1``.
+
+    Returns
+    -------
+    src, dst : array
+        Edge list.
+    n : int
+        Number of nodes.
+    """
+    name = KINDS.get(kind.strip().lower().replace("_", "-"))
+    if name is None:
+        raise ValueError(f"unknown graph kind {kind!r}; choose from {sorted(KINDS)}")
+    params = {key: val for key, val in params.items() if val is not None}
+    if name == "er":
+        if "p" not in params and "avg_degree" not in params:
+            params["avg_degree"] = 10.0
+        return erdos_renyi(n_or_scale, seed=seed, **params)
+    if name == "ws":
+        params.setdefault("k", 10)
+        params.setdefault("p", 0.1)
+        return watts_strogatz(n_or_scale, seed=seed, **params)
+    if name == "scale-free":
+        return scale_free(n_or_scale, seed=seed, **params)
+    return rmat(n_or_scale, seed=seed, **params)
