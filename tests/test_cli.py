@@ -1,0 +1,156 @@
+"""The webrank command line, run as a subprocess (exit codes, one-line errors, outputs)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import dataset
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def webrank(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "webrank", *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def small_graph(tmp_path):
+    p = tmp_path / "g.txt"
+    p.write_text("# a small web\n1\t2\n1\t4\n1\t5\n2\t1\n2\t3\n2\t5\n3\t6\n5\t3\n5\t4\n5\t6\n"
+                 "6\t3\n6\t5\n")
+    return p
+
+
+def test_help_works_without_gpu():
+    r = webrank("--help")
+    assert r.returncode == 0 and "rank" in r.stdout and "info" in r.stdout
+
+
+def test_rank_json_and_output(small_graph, tmp_path):
+    out = tmp_path / "scores.csv"
+    r = webrank("rank", small_graph, "--tol", "1e-12", "--json", "--top", "3", "-o", out,
+                "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["converged"] and doc["device"] == "cpu"
+    assert [t["node"] for t in doc["top"]] == [6, 3, 5]
+    lines = out.read_text().splitlines()
+    assert lines[0] == "node,score" and len(lines) == 7
+
+
+def test_rank_table(small_graph):
+    r = webrank("rank", small_graph, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert "converged in" in r.stdout and "Top" in r.stdout
+
+
+def test_personalize_file(small_graph, tmp_path):
+    pf = tmp_path / "p.txt"
+    pf.write_text("# seeds\n4 1.0\n")
+    r = webrank("rank", small_graph, "--personalize", pf, "--json", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["top"][0]["node"] == 4
+    pf.write_text("4 x\n")
+    r = webrank("rank", small_graph, "--personalize", pf)
+    assert r.returncode == 2 and "line 1" in r.stderr
+
+
+def test_info_and_convert(small_graph, tmp_path):
+    r = webrank("info", small_graph, "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["nodes"] == 6 and info["edges"] == 12 and info["dangling"] == 1
+    cache = tmp_path / "g.npz"
+    r = webrank("convert", small_graph, cache)
+    assert r.returncode == 0, r.stderr and cache.exists()
+    r = webrank("rank", cache, "--json", "--device", "cpu")
+    assert r.returncode == 0 and json.loads(r.stdout)["top"][0]["node"] == 6
+
+
+def test_not_converged_exit_3(small_graph):
+    r = webrank("rank", small_graph, "--max-iter", "2", "--tol", "1e-15", "--device", "cpu")
+    assert r.returncode == 3
+    assert "not converged" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "expect"),
+    [
+        ("1\t2\nfoo\tbar\n", (), "line 2"),
+        ("1\t2\n3\n", (), "line 2"),
+        ("1\t-2\n", (), "line 1"),
+        ("1\t2\t-1.0\n", (), "line 1"),
+        ("1\t2\tnan\n", (), "line 1"),
+        ("", (), "empty"),
+        ("# only a comment\n", (), ""),
+        ("1\t2\n", ("--alpha", "1.5"), "alpha"),
+        ("1\t2\n", ("--tol", "0"), "tol"),
+        ("1\t2\n", ("--criterion", "l9"), "criterion"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path, content, args, expect):
+    p = tmp_path / "bad.txt"
+    p.write_text(content)
+    r = webrank("rank", p, *args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert expect in err
+
+
+def test_missing_file_and_unknown_extension(tmp_path):
+    r = webrank("rank", tmp_path / "nope.txt")
+    assert r.returncode == 2 and "nope.txt" in r.stderr and len(r.stderr.splitlines()) == 1
+    q = tmp_path / "g.xyz"
+    q.write_text("1 2\n")
+    r = webrank("rank", q)
+    assert r.returncode == 2 and "format" in r.stderr
+
+
+def test_garbage_gzip(tmp_path):
+    p = tmp_path / "g.txt.gz"
+    p.write_bytes(b"\x1f\x8b" + bytes(np.random.default_rng(0).integers(0, 256, 500,
+                                                                         dtype=np.uint8)))
+    r = webrank("info", p)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_gpu_request_without_gpu_exit_2(small_graph):
+    from webrank.backends import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    r = webrank("rank", small_graph, "--device", "gpu")
+    assert r.returncode == 2 and "webrank[gpu]" in r.stderr
+
+
+def test_output_is_atomic(small_graph, tmp_path):
+    out = tmp_path / "keep.csv"
+    out.write_text("old content\n")
+    # a run that fails before writing leaves the user's file untouched
+    r = webrank("rank", small_graph, "--alpha", "2", "-o", out)
+    assert r.returncode == 2 and out.read_text() == "old content\n"
+
+
+@pytest.mark.slow
+def test_rank_real_dataset_cli(tmp_path):
+    p = dataset("soc-Epinions1")
+    r = webrank("rank", p, "--tol", "1e-10", "--json", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["n"] == 75879 and doc["converged"]
+
+
+def test_demo_runs():
+    r = webrank("demo", "--device", "cpu", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    assert "web-NotreDame" in r.stdout and "converged" in r.stdout
