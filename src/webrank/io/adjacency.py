@@ -1,0 +1,233 @@
+"""The in-link adjacency format of seed 002 (Fig. 1): one line per destination node.
+
+Each line is ``dest_id in_degree src_1 ... src_k`` (whitespace separated) and gives the
+edges ``src_i -> dest_id``; ``in_degree`` must equal ``k``. Lines starting with ``#`` or
+``%`` are comments; blank lines are ignored; plain, ``.gz`` or ``.bz2``. A destination
+listed with in-degree 0 is still a node. Example (the paper's figure)::
+
+    # dest in_degree sources...
+    1 2 3 7
+    2 4 4 5 7 9
+    3 3 2 7 9
+    4 1 1
+
+The file is read whole; tokens are split per line, then converted and checked in bulk
+(NumPy), so there is no per-edge Python work.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from webrank.errors import GraphFormatError
+from webrank.graph import Graph
+from webrank.io._open import Progress, open_binary
+
+__all__ = ["read_adjacency", "write_adjacency"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+_LABELS_HINT = 'for non-numeric node labels pass labels="string" (CLI: --labels string)'
+
+
+def read_adjacency(
+    path: str | os.PathLike[str],
+    *,
+    labels: str = "int",
+    weighted: bool | None = None,
+    node_ids: str = "appear",
+    duplicates: str = "collapse",
+    progress: Progress | None = None,
+    name: str | None = None,
+) -> Graph:
+    """Read an adjacency file (``dest_id in_degree src_1 ... src_k`` per line).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (plain, ``.gz`` or ``.bz2``).
+    labels : {"int", "string"}, default "int"
+        Integer node ids (>= 0, < 2**63), or any tokens as node labels (numbered in order
+        of first appearance). ``in_degree`` is always an integer.
+    weighted : bool, optional
+        The format has no weights: None or False; True raises GraphFormatError.
+    node_ids : {"appear", "range"}, default "appear"
+        ``"appear"``: the nodes are the ids that occur (as destination or source),
+        numbered in increasing id order. ``"range"``: ``0..max id``.
+    duplicates : {"collapse", "sum"}, default "collapse"
+        Parallel edges, see :meth:`Graph.from_edges`.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` while reading.
+    name : str, optional
+        The graph's name; default ``str(path)``.
+
+    Returns
+    -------
+    Graph
+
+    Raises
+    ------
+    GraphFormatError
+        Missing/unreadable/binary file, no lines, a line with fewer than 2 tokens, an
+        ``in_degree`` that differs from the number of sources, a bad node id (with line
+        number and text).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if labels not in ("int", "string"):
+        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
+    path = os.fspath(path)
+    name = str(path) if name is None else name
+    if weighted:
+        raise GraphFormatError("weighted=True, but the adjacency format has no weights",
+                               path=name)
+    with open_binary(path, progress=progress) as f:
+        data = f.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        raise GraphFormatError("empty file: no nodes", path=name)
+    lines = data.splitlines()
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        k = data.count(b"\n", 0, nul)
+        raise GraphFormatError("binary data, not a text adjacency file", path=name,
+                               line=k + 1, text=_text(lines[k]))
+
+    linenos: list[int] = []
+    counts: list[int] = []
+    toks: list[bytes] = []
+    extend = toks.extend
+    for i, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts or parts[0][:1] in (b"#", b"%"):
+            continue
+        linenos.append(i)
+        counts.append(len(parts))
+        extend(parts)
+    if not counts:
+        raise GraphFormatError("no nodes: the file holds only comments", path=name)
+    cnt = np.array(counts, dtype=np.int64)
+    lno = np.array(linenos, dtype=np.int64)
+
+    def fail(row: int, message: str) -> GraphFormatError:
+        ln = int(lno[row])
+        return GraphFormatError(message, path=name, line=ln, text=_text(lines[ln - 1]))
+
+    if (cnt < 2).any():
+        raise fail(int(np.argmax(cnt < 2)),
+                   "a line needs at least 'dest_id in_degree' (then the in_degree sources)")
+    tok = np.array(toks, dtype=np.bytes_)
+    starts = np.cumsum(cnt) - cnt
+    deg_tok = tok[starts + 1]
+    ok = np.char.isdigit(deg_tok) & (np.char.str_len(deg_tok) <= 18)
+    if not ok.all():
+        row = int(np.argmin(ok))
+        raise fail(row, f"in_degree {_text(deg_tok[row])!r} is not a non-negative integer")
+    deg = deg_tok.astype(np.int64)
+    nsrc = cnt - 2
+    if (deg != nsrc).any():
+        row = int(np.argmax(deg != nsrc))
+        raise fail(row, f"in_degree is {deg[row]} but the line lists {nsrc[row]} source "
+                        f"node{'s' if nsrc[row] != 1 else ''}")
+
+    keep = np.ones(tok.size, dtype=bool)
+    keep[starts + 1] = False
+    id_tok = tok[keep]  # per line: dest, then its sources
+    per_line = cnt - 1
+    first_of_line = np.cumsum(per_line) - per_line
+    is_dest = np.zeros(id_tok.size, dtype=bool)
+    is_dest[first_of_line] = True
+
+    def row_of(k: int) -> int:
+        return int(np.searchsorted(first_of_line, k, side="right") - 1)
+
+    if labels == "string":
+        arr = pa.array(id_tok.tolist(), type=pa.binary())
+        try:
+            arr = arr.cast(pa.string())
+        except pa.ArrowInvalid:
+            k = next(i for i, b in enumerate(id_tok.tolist()) if not _is_utf8(b))
+            raise fail(row_of(k), "a node label is not UTF-8 text") from None
+        uniq = pc.unique(arr)  # first-appearance order
+        codes = np.asarray(pc.index_in(arr, value_set=uniq).to_numpy(), dtype=np.int64)
+        src = codes[~is_dest]
+        dst = np.repeat(codes[is_dest], nsrc)
+        node_labels = uniq.to_numpy(zero_copy_only=False)
+        return Graph.from_edges(src, dst, labels=node_labels, duplicates=duplicates,
+                                name=name)
+
+    ids = _parse_ids(id_tok, lambda k, msg: fail(row_of(k), msg))
+    src = ids[~is_dest]
+    dst = np.repeat(ids[is_dest], nsrc)
+    if node_ids == "range":
+        return Graph.from_edges(src, dst, node_ids="range", num_nodes=int(ids.max()) + 1,
+                                duplicates=duplicates, name=name)
+    if node_ids != "appear":
+        raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
+    # every listed destination is a node, even with in-degree 0
+    nodes = np.unique(ids)
+    if nodes[-1] == nodes.size - 1:  # ids are exactly 0..n-1
+        return Graph.from_edges(src, dst, node_ids="range", num_nodes=int(nodes.size),
+                                duplicates=duplicates, name=name)
+    return Graph.from_edges(np.searchsorted(nodes, src), np.searchsorted(nodes, dst),
+                            labels=nodes, duplicates=duplicates, name=name)
+
+
+def _parse_ids(tok: np.ndarray, fail) -> np.ndarray:
+    """Byte-string tokens -> int64 ids, checked (digits only, < 2**63)."""
+    digits = np.char.isdigit(tok)
+    if not digits.all():
+        k = int(np.argmin(digits))
+        t = _text(tok[k])
+        if t[:1] == "-" and t[1:].isdigit():
+            raise fail(k, f"negative node id {t}; node ids must be >= 0")
+        raise fail(k, f"node id {t!r} is not a non-negative integer; {_LABELS_HINT}")
+    lens = np.char.str_len(tok)
+    for k in np.flatnonzero(lens >= 19):  # rare: only these can exceed int64
+        if int(tok[k]) > _INT64_MAX:
+            raise fail(int(k), f"node id {_text(tok[k])} is beyond the int64 range "
+                               '(ids must be < 2**63); to read such ids as labels pass '
+                               'labels="string" (CLI: --labels string)')
+    return tok.astype(np.int64)
+
+
+def write_adjacency(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` in the adjacency format (one line per node with in-links).
+
+    Nodes are written as their labels (:meth:`Graph.node_labels`); nodes with no
+    in-link and no out-link are written as ``dest 0`` lines so they survive a round
+    trip. Weights are not written (the format has none). Written atomically.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    path : str or os.PathLike
+        Output file.
+    """
+    from webrank.io._atomic import atomic_write
+
+    lab = graph.node_labels()
+    deg = graph.in_degree
+    isolated = (deg == 0) & (graph.out_degree == 0)
+    with atomic_write(path, "w") as f:
+        f.write("# dest_id in_degree src_1 ... src_k\n")
+        ip, ind = graph.indptr, graph.indices
+        for i in np.flatnonzero((deg > 0) | isolated):
+            srcs = " ".join(str(x) for x in lab[ind[ip[i]:ip[i + 1]]])
+            f.write(f"{lab[i]} {deg[i]} {srcs}".rstrip() + "\n")
+
+
+def _is_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _text(b: bytes) -> str:
+    return bytes(b).decode("utf-8", "replace")

@@ -1,0 +1,747 @@
+"""SNAP-style edge lists: one ``source target [weight]`` line per directed edge.
+
+The format
+----------
+* plain text, gzip (``.gz``) or bzip2 (``.bz2``); UTF-8; ``\\n`` or ``\\r\\n`` line ends;
+* lines whose first non-blank character is ``#`` or ``%`` are comments, anywhere in the
+  file; blank lines are ignored;
+* fields separated by tabs, spaces or commas (detected from the first data lines unless
+  ``delimiter`` is given); with tabs or spaces any run of whitespace separates fields,
+  and leading/trailing whitespace is ignored; fields are taken literally (no quoting);
+* an optional header line (``source,target``, ``src dst weight``, ...) before the first
+  edge: in ``labels="int"`` mode any first non-comment line made only of non-numeric
+  tokens; in ``labels="string"`` mode a line made only of usual column names
+  (:data:`HEADER_WORDS`);
+* 2 columns (``source target``) or 3 (``source target weight``), the same on every line.
+
+How it is read
+--------------
+The fast path peeks at the first lines (comments, header, delimiter, column count) and
+hands the rest of the stream to pyarrow's multi-threaded CSV reader with typed columns.
+pyarrow knows neither comments nor runs of whitespace, so on files it cannot parse, or
+whose parsed values fail the checks (nulls, negative ids, bad weights, hex ids, suspicious
+labels), the exact line scanner reads the file again: it either parses it (comments
+anywhere, ragged whitespace, ...) or raises :class:`~webrank.errors.GraphFormatError`
+with the file, the 1-based line number and the offending line. A wrong graph is never
+returned silently.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from webrank.errors import GraphFormatError
+from webrank.graph import Graph
+from webrank.io._open import Progress, line_text, open_binary
+
+__all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
+
+#: Tokens that make a first line a header in ``labels="string"`` mode (lower-cased).
+HEADER_WORDS = frozenset(
+    """source target src dst dest destination from to weight weights w u v i j
+    fromnodeid tonodeid from_id to_id fromid toid source_id target_id sourceid targetid
+    node1 node2 node_1 node_2 id1 id2 head tail value
+    """.split()
+)
+
+_INT64_MAX = np.iinfo(np.int64).max
+_BOM = b"\xef\xbb\xbf"
+_BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels string)'
+_SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
+_SAMPLE_LINES = 64
+_BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
+_LABELS_HINT = (
+    'for non-numeric node labels (URLs, names) pass labels="string" (CLI: --labels string)'
+)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What the peek at the head of the file found."""
+
+    data_start: int  # byte offset of the first data line in the decompressed stream
+    first_line: int  # its 1-based line number
+    delimiter: str  # "\t", " " (any whitespace), "," or a user-given character
+    ncols: int  # 2 or 3
+
+
+# --------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------
+def read_edgelist(
+    path: str | os.PathLike[str],
+    *,
+    labels: str = "int",
+    delimiter: str | None = None,
+    weighted: bool | None = None,
+    node_ids: str = "appear",
+    duplicates: str = "collapse",
+    progress: Progress | None = None,
+    name: str | None = None,
+) -> Graph:
+    """Read a SNAP-style edge list (plain, ``.gz`` or ``.bz2``) into a :class:`Graph`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    labels : {"int", "string"}, default "int"
+        ``"int"``: node ids are non-negative integers below 2**63. ``"string"``: every
+        token is a node label (URL, name, ...); nodes are numbered in order of first
+        appearance and the labels kept in :attr:`Graph.labels`.
+    delimiter : str, optional
+        Field separator (one character). Default: detected from the first data lines
+        (tab, comma, else whitespace). ``" "`` or ``"\\t"`` accept any run of
+        whitespace.
+    weighted : bool, optional
+        None (default): a third column is read as edge weights. True: a weight column is
+        required. False: a third column is ignored.
+    node_ids : {"appear", "range"}, default "appear"
+        Node set in ``labels="int"`` mode, see :meth:`Graph.from_edges`.
+    duplicates : {"collapse", "sum"}, default "collapse"
+        Parallel edges, see :meth:`Graph.from_edges`.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` while reading (bytes from disk).
+    name : str, optional
+        The graph's :attr:`Graph.name`; default ``str(path)``.
+
+    Returns
+    -------
+    Graph
+
+    Raises
+    ------
+    GraphFormatError
+        Missing or unreadable file, corrupt compressed data, binary data, no edges, a
+        wrong column count, a non-numeric / negative / too large id, a NaN, infinite or
+        negative weight (with the line number and text where a line is at fault).
+    """
+    _check_options(labels, delimiter, weighted)
+    path = os.fspath(path)
+    name = str(path) if name is None else name
+    with open_binary(path, progress=progress) as stream:
+        head, layout = _sniff(stream, name, labels, delimiter, weighted)
+        use_w = layout.ncols == 3 and weighted is not False
+        cols = _fast_read(head, stream, layout, labels, use_w)
+    if cols is None:  # pyarrow could not parse it exactly: scan line by line
+        cols = _slow_read(path, name, layout, labels, use_w, progress)
+    src, dst, w, node_labels = cols
+    if node_labels is not None:
+        return Graph.from_edges(src, dst, w, labels=node_labels, duplicates=duplicates,
+                                name=name)
+    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
+
+
+def write_edgelist(
+    graph: Graph,
+    path: str | os.PathLike[str],
+    *,
+    delimiter: str = "\t",
+    header: bool = True,
+) -> None:
+    """Write ``graph`` as an edge list, one ``source target [weight]`` line per edge.
+
+    Nodes are written as their original ids/labels (:meth:`Graph.node_labels`); edges
+    sorted by source, then target; weights (if any) with the shortest text that reads
+    back as the same float64. A ``.gz``/``.bz2`` suffix compresses the file. The file
+    is written atomically (:func:`~webrank.io._atomic.atomic_write`).
+
+    Isolated nodes (no edge) cannot be represented in an edge list and are not written.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    path : str or os.PathLike
+        Output file.
+    delimiter : str, default "\\t"
+        Field separator.
+    header : bool, default True
+        Start with a ``#`` comment giving the node and edge counts.
+
+    Raises
+    ------
+    ValueError
+        A label that could not be read back: it contains the delimiter, a quote or a
+        line break, is empty or padded with whitespace, or starts with ``#``/``%``.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from webrank.io._atomic import atomic_write
+    from webrank.io._open import compression_of
+
+    src, dst, w = graph.edges()
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    node_labels = graph.labels
+    if node_labels is not None and node_labels.dtype.kind in "OUS":
+        _check_writable_labels(node_labels)
+    cols: dict[str, Any] = {}
+    if node_labels is None:
+        cols["src"], cols["dst"] = src, dst
+    else:
+        cols["src"], cols["dst"] = node_labels[src], node_labels[dst]
+    if w is not None:
+        cols["weight"] = w[order]
+    try:
+        table = pa.table({k: pa.array(v) for k, v in cols.items()})
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise ValueError(f"cannot write these node labels as text: {e}") from None
+    options = pacsv.WriteOptions(include_header=False, delimiter=delimiter,
+                                 quoting_style="none")
+    compression = compression_of(path)
+    with atomic_write(path, "wb") as f:
+        out: Any = f
+        if compression == "gzip":
+            from isal import igzip_threaded
+
+            out = igzip_threaded.open(f, "wb", threads=1)
+        elif compression == "bz2":
+            import bz2
+
+            out = bz2.BZ2File(f, "wb")
+        try:
+            if header:
+                kind = "source target weight" if w is not None else "source target"
+                out.write(f"# webrank edge list: {graph.n} nodes, {graph.num_edges} edges "
+                          f"({kind})\n".encode())
+            try:
+                pacsv.write_csv(table, out, options)
+            except pa.ArrowInvalid as e:
+                raise ValueError(f"cannot write these node labels as text: {e}") from None
+        finally:
+            if out is not f:
+                out.close()
+
+
+def _check_writable_labels(node_labels: np.ndarray) -> None:
+    """Refuse labels that would read back differently (or as comments)."""
+    for lab in node_labels.tolist():
+        t = lab.decode("utf-8", "replace") if isinstance(lab, bytes) else str(lab)
+        if not t or t != t.strip() or t[0] in "#%" or "\n" in t or "\r" in t:
+            raise ValueError(
+                f"node label {t!r} cannot be written to an edge list and read back "
+                "(empty, padded with whitespace, starting with '#'/'%', or holding a "
+                "line break); use save_graph or write_parquet instead"
+            )
+
+
+def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Number the labels of ``src``/``dst`` ``0..k-1`` in order of first appearance.
+
+    First appearance is in file order, ``src[0], dst[0], src[1], dst[1], ...``.
+
+    Parameters
+    ----------
+    src, dst : pyarrow Array or ChunkedArray
+        Labels of the edge endpoints (strings, or any hashable arrow type).
+
+    Returns
+    -------
+    codes_src, codes_dst : ndarray of int64
+        Node index of each endpoint.
+    labels : ndarray
+        Label of each node (an object array of ``str`` for strings).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def chunks(a: Any) -> list[Any]:
+        return list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]
+
+    m = len(src)
+    both = pa.chunked_array(chunks(src) + chunks(dst))
+    # one hash pass: over a ChunkedArray, pyarrow encodes every chunk against one shared
+    # dictionary (first-appearance order, src-then-dst); checked, with a fallback
+    enc = pc.dictionary_encode(both)
+    dicts = [c.dictionary for c in enc.chunks]
+    if dicts and all(len(d) == len(dicts[-1]) for d in dicts):
+        uniq = dicts[-1]
+        codes = np.concatenate([c.indices.to_numpy() for c in enc.chunks])
+    else:  # pragma: no cover - older pyarrow
+        uniq = pc.unique(both)
+        codes = np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
+    cs, cd = codes[:m], codes[m:]
+    k = len(uniq)
+    # reorder to first appearance in interleaved (file) order: the first position of
+    # each label among src (even) and dst (odd) slots
+    pos = np.int32 if 2 * m < 2**31 else np.int64
+    first = np.full(k, 2 * m, dtype=pos)
+    np.minimum.at(first, cs, np.arange(0, 2 * m, 2, dtype=pos))
+    np.minimum.at(first, cd, np.arange(1, 2 * m, 2, dtype=pos))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k, dtype=np.int64)
+    node_labels = uniq.take(pa.array(order)).to_numpy(zero_copy_only=False)
+    return rank[cs], rank[cd], node_labels
+
+
+# --------------------------------------------------------------------------------------
+# options and layout
+# --------------------------------------------------------------------------------------
+def _check_options(labels: str, delimiter: str | None, weighted: bool | None) -> None:
+    if labels not in ("int", "string"):
+        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
+    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
+                                  or delimiter in "\r\n#%"):
+        raise ValueError(
+            f"delimiter must be one character such as '\\t', ' ' or ',', not {delimiter!r}"
+        )
+    if weighted not in (None, True, False):
+        raise ValueError(f"weighted must be None, True or False, not {weighted!r}")
+
+
+def _splitter(delimiter: str, labels: str) -> Callable[[bytes], list[bytes]]:
+    """Split a line into fields the way the exact scanner does."""
+    if delimiter == " " or (delimiter == "\t" and labels == "int"):
+        return bytes.split  # runs of any whitespace; ends stripped
+    if delimiter == "\t":  # string labels may hold spaces: split on tab runs only
+        return lambda line: [t for t in (x.strip() for x in line.split(b"\t")) if t]
+    d = delimiter.encode()
+    return lambda line: [x.strip() for x in line.split(d)]
+
+
+def _is_comment(line: bytes) -> bool:
+    """Blank line, or a ``#``/``%`` comment."""
+    s = line.strip()
+    return not s or s[:1] in (b"#", b"%")
+
+
+def _is_number(tok: bytes) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(line: bytes, labels: str) -> bool:
+    toks = [t for t in line.replace(b",", b" ").split() if t]
+    if not 2 <= len(toks) <= 3:
+        return False
+    if labels == "int":
+        return not any(_is_number(t) for t in toks)
+    return all(t.decode("utf-8", "replace").lower() in HEADER_WORDS for t in toks)
+
+
+def _decode(line: bytes) -> str:
+    return line.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _check_text(buf: bytes, name: str, lines: list[tuple[int, int, bytes]]) -> None:
+    """Refuse binary data: NUL bytes in the head, or data/header lines that are not UTF-8.
+
+    ``lines`` holds ``(offset, lineno, line)`` of the non-comment lines peeked at (the
+    text of comments does not matter).
+    """
+    pos = buf.find(b"\x00")
+    bad = "binary data"
+    if pos < 0:
+        for offset, _, line in lines:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                pos, bad = offset + e.start, "bytes that are not UTF-8 text"
+                break
+        else:
+            return
+    lineno = buf.count(b"\n", 0, pos) + 1
+    start = buf.rfind(b"\n", 0, pos) + 1
+    end = buf.find(b"\n", pos)
+    text = buf[start : end if end >= 0 else len(buf)]
+    raise GraphFormatError(
+        f"{bad}, not a text graph file (compressed or binary data under a text name? "
+        "a webrank cache must end in .npz)",
+        path=name,
+        line=lineno,
+        text=repr(text[:60])[2:-1],
+    )
+
+
+def _sniff(
+    stream: BinaryIO, name: str, labels: str, delimiter: str | None, weighted: bool | None
+) -> tuple[bytes, _Layout]:
+    """Read the head of the file: comments, header, delimiter and column count.
+
+    Returns the bytes read so far (the caller passes the rest on) and the layout.
+    """
+    buf = b""
+    eof = False
+    first: int | None = None  # offset of the first data line
+    first_line = 0
+    pos = 0  # offset of the next line to classify
+    lineno = 0
+    seen: list[tuple[int, int, bytes]] = []  # non-comment lines: (offset, lineno, line)
+    sample: list[bytes] = []
+    while True:
+        if not eof:
+            chunk = stream.read(_SAMPLE_BYTES)
+            eof = not chunk
+            buf += chunk
+            if pos == 0 and buf.startswith(_BOM):
+                pos = len(_BOM)  # a UTF-8 byte-order mark is not part of the first line
+        # classify complete lines (the last one may lack its newline at EOF)
+        while True:
+            end = buf.find(b"\n", pos)
+            if end < 0:
+                if not eof or pos >= len(buf):
+                    break
+                end = len(buf)
+            line = buf[pos:end]
+            start, pos = pos, end + 1
+            lineno += 1
+            if _is_comment(line):
+                continue
+            seen.append((start, lineno, line))
+            if first is None:
+                if len(seen) == 1 and _is_header(line, labels):
+                    continue
+                first, first_line = start, lineno
+            sample.append(line)
+            if len(sample) >= _SAMPLE_LINES:
+                break
+        if eof or (first is not None
+                   and (len(sample) >= _SAMPLE_LINES or len(buf) - first >= _SAMPLE_BYTES)):
+            break
+    _check_text(buf, name, seen)
+    if first is None:
+        if not buf.strip():
+            raise GraphFormatError("empty file: no edges", path=name)
+        raise GraphFormatError("no edges: the file holds only comments or a header", path=name)
+
+    delim = delimiter
+    if delim is None:
+        delim = _detect_delimiter(sample, labels)
+    ncols = len(_splitter(delim, labels)(sample[0]))
+    text = _decode(sample[0])
+    if ncols < 2 or ncols > 3:
+        raise GraphFormatError(
+            f"found {ncols} column{'s' if ncols != 1 else ''}; an edge list needs 2 "
+            "(source target) or 3 (source target weight)"
+            + ("" if delimiter else " separated by tabs, spaces or commas"),
+            path=name, line=first_line, text=text,
+        )
+    if weighted is True and ncols == 2:
+        raise GraphFormatError(
+            "weighted=True but the file has no weight column (2 columns: source target)",
+            path=name, line=first_line, text=text,
+        )
+    return buf, _Layout(first, first_line, delim, ncols)
+
+
+def _detect_delimiter(sample: list[bytes], labels: str) -> str:
+    """Tab, comma or whitespace: the first that splits every sampled line alike in 2-3."""
+    for cand in ("\t", ",", " "):
+        if cand != " " and cand.encode() not in sample[0]:
+            continue
+        split = _splitter(cand, labels)
+        counts = {len(split(line)) for line in sample}
+        if len(counts) == 1 and counts <= {2, 3}:
+            return cand
+    if b"\t" in sample[0]:
+        return "\t"
+    return "," if b"," in sample[0] else " "
+
+
+# --------------------------------------------------------------------------------------
+# fast path: pyarrow CSV
+# --------------------------------------------------------------------------------------
+class _ArrowSource(io.RawIOBase):
+    """The rest of the stream after the head, as a file for pyarrow.
+
+    It watches the bytes going through for ``x``/``X``: pyarrow parses ``0x1f`` as a hex
+    integer, which the exact scanner rejects; and it keeps a decompression error so it
+    can be re-raised as such rather than as a CSV error.
+    """
+
+    def __init__(self, head: bytes, stream: BinaryIO, watch_hex: bool) -> None:
+        self._head = memoryview(head)
+        self._stream = stream
+        self._watch_hex = watch_hex
+        self.saw_hex = False
+        self.error: GraphFormatError | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if len(self._head):
+            if size is None or size < 0:
+                data = bytes(self._head) + self._read(-1)
+                self._head = self._head[len(self._head):]
+            else:
+                data = bytes(self._head[:size])
+                self._head = self._head[len(data):]
+        else:
+            data = self._read(size)
+        if self._watch_hex and not self.saw_hex and (b"x" in data or b"X" in data):
+            self.saw_hex = True
+        return data
+
+    def _read(self, size: int | None) -> bytes:
+        try:
+            return self._stream.read(size)
+        except GraphFormatError as e:
+            self.error = e
+            raise
+
+    def close(self) -> None:  # pyarrow closes its source; the stream is closed by its owner
+        super().close()
+
+
+def _fast_read(
+    head: bytes, stream: BinaryIO, layout: _Layout, labels: str, use_w: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+    """Parse with pyarrow; None when the exact scanner must decide."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    source = _ArrowSource(head[layout.data_start:], stream, labels == "int")
+    names = ["src", "dst", "weight"][: layout.ncols]
+    id_type = pa.int64() if labels == "int" else pa.string()
+    types = {"src": id_type, "dst": id_type, "weight": pa.float64()}
+    try:
+        table = pacsv.read_csv(
+            source,
+            read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
+            parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, quote_char=False,
+                                              double_quote=False, escape_char=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={k: types[k] for k in names},
+                include_columns=names[: 3 if use_w else 2],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except MemoryError:
+        raise
+    except Exception:
+        if source.error is not None:
+            raise source.error from None
+        return None  # unparseable for pyarrow: let the exact scanner find out why
+    if source.saw_hex or any(c.null_count for c in table.columns):
+        return None
+    w = None
+    if use_w:
+        w = table.column("weight").to_numpy()
+        if w.size and not (np.isfinite(w).all() and w.min() >= 0):
+            return None
+    if labels == "int":
+        src = table.column("src").to_numpy()
+        dst = table.column("dst").to_numpy()
+        if src.size and min(src.min(), dst.min()) < 0:
+            return None
+        return src, dst, w, None
+    cs, cd, node_labels = factorize(table.column("src"), table.column("dst"))
+    # labels the exact scanner would read differently: empty or whitespace-padded
+    # fields, and mid-file comment lines that happened to have the right field count
+    # (checked on the distinct labels; a target label starting with #/% costs a rescan)
+    if pc.any(pc.match_substring_regex(pa.array(node_labels, type=pa.string()),
+                                       r"^[#%]|^$|^\s|\s$")).as_py():
+        return None
+    return cs, cd, w, node_labels
+
+
+# --------------------------------------------------------------------------------------
+# exact path: a line scanner
+# --------------------------------------------------------------------------------------
+def _slow_read(
+    path: str,
+    name: str,
+    layout: _Layout,
+    labels: str,
+    use_w: bool,
+    progress: Progress | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Parse line by line; raise GraphFormatError at the first bad line."""
+    with open_binary(path, progress=progress) as stream:
+        lines: Iterable[bytes] = stream
+        for _ in range(layout.first_line - 1):  # comments/header already classified
+            stream.readline()
+        if layout.first_line == 1 and stream.peek(3)[:3] == _BOM:
+            stream.read(3)
+        if labels == "int":
+            src, dst, wts, skips = _scan_int(lines, name, layout, use_w)
+        else:
+            src, dst, wts, skips = _scan_string(lines, name, layout, use_w)
+
+    def fail(k: int, message: str) -> GraphFormatError:
+        lineno = layout.first_line + k + int(np.searchsorted(skips, k, side="right"))
+        return GraphFormatError(message, path=name, line=lineno,
+                                text=line_text(path, lineno))
+
+    w = None
+    if use_w:
+        w = np.array(wts, dtype=np.float64)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise fail(k, f"weight {float(w[k])} is not allowed: weights must be finite and >= 0")
+    if labels == "string":
+        import pyarrow as pa
+
+        s = pa.array(src, type=pa.binary())
+        d = pa.array(dst, type=pa.binary())
+        text = []
+        for col in (s, d):
+            try:
+                text.append(col.cast(pa.string()))  # checks UTF-8
+            except pa.ArrowInvalid:
+                k = next(i for i, b in enumerate(col.to_pylist()) if not _utf8(b))
+                raise fail(k, "a node label is not UTF-8 text") from None
+        cs, cd, node_labels = factorize(*text)
+        return cs, cd, w, node_labels
+    arrays = []
+    for col in (src, dst):
+        try:
+            a = np.array(col, dtype=np.int64)
+        except OverflowError:
+            k = next(i for i, v in enumerate(col) if not -_INT64_MAX - 1 <= v <= _INT64_MAX)
+            if col[k] < 0:
+                raise fail(k, f"negative node id {col[k]}; node ids must be >= 0") from None
+            raise fail(k, f"node id {col[k]} is beyond the int64 range (ids must be < 2**63); "
+                          f"{_BIG_HINT}") from None
+        arrays.append(a)
+    neg = (arrays[0] < 0) | (arrays[1] < 0)
+    if neg.any():
+        k = int(np.argmax(neg))
+        v = min(arrays[0][k], arrays[1][k])
+        raise fail(k, f"negative node id {v}; node ids must be >= 0")
+    return arrays[0], arrays[1], w, None
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _scan_int(
+    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool
+) -> tuple[list[int], list[int], list[float], list[int]]:
+    """The exact scanner for integer ids. ``skips``: records read before each skipped line.
+
+    The loop is the hot part of the slow path (~0.7 µs a line), so errors are found by
+    letting ``int()``/``float()``/unpacking fail and diagnosing only then.
+    """
+    src: list[int] = []
+    dst: list[int] = []
+    wts: list[float] = []
+    skips: list[int] = []
+    sa, da, wa = src.append, dst.append, wts.append
+    split = _splitter(layout.delimiter, "int")
+    three = layout.ncols == 3
+    for lineno, line in enumerate(lines, layout.first_line):
+        parts = split(line)
+        try:
+            if three:
+                a, b, c = parts
+            else:
+                a, b = parts
+            if 95 in line:  # "_": int()/float() accept 1_000; the fast path does not
+                raise ValueError
+            ia = int(a)
+            ib = int(b)
+            if use_w:
+                wa(float(c))
+            sa(ia)
+            da(ib)
+        except ValueError:
+            if _is_comment(line):
+                skips.append(len(src))
+                continue
+            raise _diagnose(parts, line, lineno, name, layout, "int", use_w) from None
+    return src, dst, wts, skips
+
+
+def _scan_string(
+    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool
+) -> tuple[list[bytes], list[bytes], list[float], list[int]]:
+    """The exact scanner for string labels (kept as bytes; decoded in bulk later)."""
+    src: list[bytes] = []
+    dst: list[bytes] = []
+    wts: list[float] = []
+    skips: list[int] = []
+    split = _splitter(layout.delimiter, "string")
+    tab = layout.delimiter == "\t"
+    ws = layout.delimiter == " "
+    three = layout.ncols == 3
+    for lineno, line in enumerate(lines, layout.first_line):
+        # a tab-separated line without spaces splits the same on any whitespace (C speed)
+        # (ints: `32 in line` is ~10x faster than `b" " in line`)
+        if ws or (tab and 32 not in line and 11 not in line and 12 not in line):
+            parts = line.split()
+        else:
+            parts = split(line)
+        try:
+            if three:
+                a, b, c = parts
+            else:
+                a, b = parts
+            if not a or not b or a[0] in (35, 37):  # "#", "%": a comment
+                raise ValueError
+            if use_w:
+                if 95 in c:  # "_"
+                    raise ValueError
+                wts.append(float(c))
+            src.append(a)
+            dst.append(b)
+        except ValueError:
+            if _is_comment(line):
+                skips.append(len(src))
+                continue
+            raise _diagnose(parts, line, lineno, name, layout, "string", use_w) from None
+    return src, dst, wts, skips
+
+
+def _diagnose(
+    parts: list[bytes],
+    line: bytes,
+    lineno: int,
+    name: str,
+    layout: _Layout,
+    labels: str,
+    use_w: bool,
+) -> GraphFormatError:
+    """The precise error for a line the scanner could not take."""
+    text = _decode(line)
+
+    def err(message: str) -> GraphFormatError:
+        return GraphFormatError(message, path=name, line=lineno, text=text)
+
+    if len(parts) != layout.ncols:
+        return err(f"expected {layout.ncols} columns (as on line {layout.first_line}), "
+                   f"got {len(parts)}")
+    for tok in parts[:2]:
+        t = tok.strip()
+        if not t:
+            return err("empty field")
+        if labels == "int":
+            shown = t.decode("utf-8", "replace")
+            if not (t.isdigit() or (t[:1] in (b"+", b"-") and t[1:].isdigit())):
+                return err(f"node id {shown!r} is not a non-negative integer; {_LABELS_HINT}")
+            if int(t) < 0:
+                return err(f"negative node id {shown}; node ids must be >= 0")
+    if use_w:
+        t = parts[2].strip()
+        shown = t.decode("utf-8", "replace")
+        try:
+            if b"_" in t:
+                raise ValueError
+            v = float(t)
+        except ValueError:
+            return err(f"weight {shown!r} is not a number")
+        if not math.isfinite(v) or v < 0:
+            return err(f"weight {shown} is not allowed: weights must be finite and >= 0")
+    return err("cannot parse this line")

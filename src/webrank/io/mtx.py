@@ -1,0 +1,146 @@
+"""Matrix Market (``.mtx``) files, read with :func:`scipy.io.mmread`.
+
+Convention: entry ``(i, j)`` is the edge ``i -> j`` (row = source, column = target),
+the adjacency-matrix convention of networkx and SciPy; node ``k`` is row/column ``k + 1``
+of the file (Matrix Market indices are 1-based, webrank's 0-based). The matrix must be
+square, its size is the number of nodes (``node_ids`` does not apply: the file declares
+the node set). ``symmetric`` matrices give both directions of each off-diagonal entry;
+``pattern`` matrices are unweighted; ``integer``/``real`` values are edge weights (finite
+and >= 0); ``complex``, ``hermitian`` and ``skew-symmetric`` are refused. Both
+``coordinate`` and dense ``array`` layouts are read (a dense matrix's nonzeros are its
+edges).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from webrank.errors import GraphFormatError
+from webrank.graph import Graph
+from webrank.io._open import Progress, line_text, open_binary
+
+__all__ = ["read_mtx", "write_mtx"]
+
+_LINE_RE = re.compile(r"[Ll]ine (\d+)")
+
+
+def read_mtx(
+    path: str | os.PathLike[str],
+    *,
+    weighted: bool | None = None,
+    duplicates: str = "collapse",
+    progress: Progress | None = None,
+    name: str | None = None,
+) -> Graph:
+    """Read a Matrix Market file; entry ``(i, j)`` is the edge ``i -> j``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (plain, ``.gz`` or ``.bz2``).
+    weighted : bool, optional
+        None (default): ``integer``/``real`` values are weights, ``pattern`` is
+        unweighted. True: values are required. False: values are ignored.
+    duplicates : {"collapse", "sum"}, default "collapse"
+        Repeated entries, see :meth:`Graph.from_edges`.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` while reading.
+    name : str, optional
+        The graph's name; default ``str(path)``.
+
+    Returns
+    -------
+    Graph
+        With ``n`` = the matrix size.
+
+    Raises
+    ------
+    GraphFormatError
+        Not Matrix Market, a malformed or truncated file (with the line SciPy names),
+        a non-square matrix, complex/hermitian/skew-symmetric data, negative or
+        non-finite values.
+    """
+    import scipy.io
+    import scipy.sparse as sp
+
+    path = os.fspath(path)
+    name = str(path) if name is None else name
+    with open_binary(path, progress=progress) as f:
+        banner = f.peek(1024).split(b"\n", 1)[0].decode("ascii", "replace").strip()
+        words = banner.lower().split()
+        if len(words) < 5 or words[0] != "%%matrixmarket" or words[1] != "matrix":
+            raise GraphFormatError(
+                "not a Matrix Market file: the first line must be "
+                "'%%MatrixMarket matrix coordinate|array <field> <symmetry>'",
+                path=name, line=1, text=banner,
+            )
+        field, symmetry = words[3], words[4]
+        if field == "complex" or symmetry in ("hermitian", "skew-symmetric"):
+            raise GraphFormatError(
+                f"{field} {symmetry} Matrix Market matrices are not graphs webrank can "
+                "rank (weights must be real and >= 0)",
+                path=name, line=1, text=banner,
+            )
+        if weighted is True and field == "pattern":
+            raise GraphFormatError("weighted=True but this is a pattern matrix (no values)",
+                                   path=name, line=1, text=banner)
+        try:
+            mat = scipy.io.mmread(f)
+        except GraphFormatError:
+            raise
+        except (ValueError, TypeError, OverflowError, IndexError, OSError, EOFError) as e:
+            msg = str(e)
+            m = _LINE_RE.search(msg)
+            lineno = int(m.group(1)) if m else None
+            text = line_text(path, lineno) if lineno else None
+            raise GraphFormatError(f"malformed Matrix Market file: {msg}", path=name,
+                                   line=lineno, text=text) from None
+    if not sp.issparse(mat):
+        mat = sp.coo_array(np.asarray(mat))
+    mat = sp.coo_array(mat)
+    rows, cols = mat.shape
+    if rows != cols:
+        raise GraphFormatError(
+            f"the matrix is {rows} x {cols}; a graph needs a square matrix", path=name
+        )
+    w = None
+    if field != "pattern" and weighted is not False:
+        w = np.asarray(mat.data, dtype=np.float64)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise GraphFormatError(
+                f"entry ({mat.row[k] + 1}, {mat.col[k] + 1}) has value {float(w[k])}; edge "
+                "weights must be finite and >= 0",
+                path=name,
+            )
+    return Graph.from_edges(mat.row, mat.col, w, node_ids="range", num_nodes=rows,
+                            duplicates=duplicates, name=name)
+
+
+def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` as a ``coordinate`` Matrix Market file (``pattern`` or ``real``).
+
+    Entry ``(i, j)`` is the edge ``i -> j``, 1-based. Labels are not stored. Written
+    atomically.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    path : str or os.PathLike
+        Output file.
+    """
+    import scipy.io
+    import scipy.sparse as sp
+
+    from webrank.io._atomic import atomic_write
+
+    src, dst, w = graph.edges()
+    data = np.ones(src.size) if w is None else w
+    mat = sp.coo_array((data, (src, dst)), shape=(graph.n, graph.n))
+    with atomic_write(path, "wb") as f:
+        scipy.io.mmwrite(f, mat, field="pattern" if w is None else "real")
