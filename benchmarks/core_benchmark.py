@@ -54,7 +54,6 @@ def cusparse_power(g: webrank.Graph, tol: float):
     import cupyx.scipy.sparse as csp
 
     n = g.n
-    dang = cp.asarray(g.dangling)
     inv = cp.asarray(np.where(g.dangling, 0.0, 1.0 / np.where(g.dangling, 1.0, g.out_weight)))
     a = csp.csr_matrix((cp.asarray(inv[cp.asarray(g.indices)]), cp.asarray(g.indices),
                         cp.asarray(g.indptr)), shape=(n, n))

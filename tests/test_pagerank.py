@@ -231,3 +231,21 @@ def test_real_datasets_agree_with_networkx(real_graphs, name, device, dtype):
     assert err < 1e-6, err
     if dtype == "float64":
         assert err < 1e-9, err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpu_graph_replay_matches_plain_launches(dtype):
+    g = random_graph(5, 20000, 200000, weighted=False, isolated=3)
+    a = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, use_graph=True)
+    b = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, use_graph=False)
+    assert a.iterations == b.iterations
+    np.testing.assert_allclose(a.residuals, b.residuals, rtol=1e-6, atol=1e-15)
+    assert np.abs(a.scores - b.scores).sum() < 1e-12
+    # the replayed graph stops exactly at max_iter, not at a multiple of its length
+    r = webrank.pagerank(g, tol=1e-300, max_iter=75, device="gpu", dtype=dtype,
+                         raise_on_nonconvergence=False)
+    assert r.iterations == 75 and len(r.residuals) == 75 and not r.converged
+    c = webrank.pagerank(g, tol=1e-300, max_iter=75, device="cpu", dtype=dtype,
+                         raise_on_nonconvergence=False)
+    assert np.abs(r.scores - c.scores).sum() < 1e-9

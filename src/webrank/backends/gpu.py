@@ -52,7 +52,13 @@ class GPUOperator(PageRankOperator):
     Options
     -------
     check_every : int, default 16
-        Power steps queued between two reads of the residual history.
+        Power steps queued between two reads of the residual history (without graphs).
+    graph_steps : int, default 32
+        Power steps captured in one CUDA graph; the graph is replayed, the residual
+        history read once per replay. Steps after convergence or past ``max_iter``
+        return at once on the device, so the answer is that of the exact step count.
+    use_graph : bool, default True
+        False queues plain kernel launches instead (for comparison).
     """
 
     name = "gpu"
@@ -66,6 +72,8 @@ class GPUOperator(PageRankOperator):
         dtype: str,
         *,
         check_every: int = 16,
+        graph_steps: int = 32,
+        use_graph: bool = True,
     ) -> None:
         import cupy as cp
 
@@ -74,6 +82,12 @@ class GPUOperator(PageRankOperator):
         if int(check_every) < 1:
             raise ValueError("check_every must be a positive integer")
         self.check_every = int(check_every)
+        if int(graph_steps) < 2 or int(graph_steps) % 2:
+            raise ValueError("graph_steps must be an even integer >= 2")
+        self.graph_steps = int(graph_steps)
+        self.use_graph = bool(use_graph)
+        # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
+        self._stream = cp.cuda.Stream(non_blocking=True)
         self._g = _device_arrays(graph, self.dtype)
         n = self.n
         self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
@@ -131,55 +145,88 @@ class GPUOperator(PageRankOperator):
         return self._pt() @ (x * self._inv_out)
 
     # -- the fused hot loop -----------------------------------------------------------
+    def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+              chunk_len, max_steps):
+        """Queue one fused step (reads ``row_in``, accumulates into ``row_out``)."""
+        vals = self._g["vals"] if self._g["vals"] is not None else self._empty_vals
+        self._kernel(
+            (self._grid,), (_BLOCK,),
+            (np.int64(self.n), self._g["indptr"], self._g["indices"], vals, xs_in, x_in,
+             self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
+             self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
+             np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
+             np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
+        )
+
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str, callback: Any = None
     ) -> StepsResult:
         cp = self.xp
-        n = self.n
-        crit = _CRIT[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
-        xb = [cp.array(x, dtype=np.float64), cp.empty(n, dtype=np.float64)]
-        xsb = [(xb[0] * self._inv_out).astype(self.dtype), cp.empty(n, dtype=self.dtype)]
-        # row k: (residual, dangling mass, mass) after step k; row 0 describes x itself
-        acc = cp.zeros((max_steps + 1, 3), dtype=np.float64)
-        acc[0, 0] = np.inf
-        acc[0, 1] = self.dangling_mass(xb[0])
-        vals = self._g["vals"] if self._g["vals"] is not None else self._empty_vals
-        args_fixed = (np.int64(n), self._g["indptr"], self._g["indices"], vals)
-        uv, ud = np.int32(self.uniform_v), np.int32(self.uniform_d)
-        done = 0
-        stop = None
-        while done < max_steps and stop is None:
-            batch = min(self.check_every, max_steps - done)
-            for k in range(done, done + batch):
-                src, dst = k % 2, (k + 1) % 2
-                delta = self.delta_steps and k > 0
-                self._kernel(
-                    (self._grid,), (_BLOCK,),
-                    (*args_fixed, xsb[src], xb[src], self._v, self._d, uv, ud,
-                     self._inv_out, np.float64(self.alpha), acc[k], acc[k + 1],
-                     np.int32(crit), np.float64(tol_cmp), np.int32(delta), xb[dst], xsb[dst]),
-                )
-                if self.delta_steps and k == 0:
-                    # switch to delta steps: gather (x_1 - x_0) / out, queued on the stream
-                    d1 = xb[1] - xb[0]
-                    xsb[1][...] = d1 * self._inv_out
-                    acc[1, 1] = d1[self._g["dangling"]].sum()
-                    acc[1, 2] = d1.sum()
-            done += batch
-            res = cp.asnumpy(acc[1 : done + 1, 0])  # the one sync of the batch
-            below = np.flatnonzero(res < tol_cmp)
-            if below.size:
-                stop = int(below[0]) + 1
-            if callback is not None:
-                last = res[stop - 1] if stop else res[-1]
-                callback(stop or done, float(np.sqrt(last) if crit == 1 else last))
-        steps = stop if stop is not None else done
-        residuals = cp.asnumpy(acc[1 : steps + 1, 0])
-        if crit == 1:
+        if max_steps < 1:
+            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
+                               converged=False)
+        self._crit = _CRIT[criterion]
+        self._tol_cmp = tol * tol if criterion == "l2" else tol
+        with self._stream:
+            x0 = cp.array(x, dtype=np.float64)
+            xs0 = (x0 * self._inv_out).astype(self.dtype)
+            xb = [cp.empty_like(x0), cp.empty_like(x0)]
+            xsb = [cp.empty_like(xs0), cp.empty_like(xs0)]
+            B = self.graph_steps
+            # row s: (residual, dangling mass, mass) after step s; row 0 describes x0
+            hist = cp.zeros((max_steps + 2 + B, 3), dtype=np.float64)
+            hist[0, 0] = np.inf
+            hist[0, 1] = self.dangling_mass(x0)
+            self._chunk = cp.zeros(1, dtype=np.uint64)
+            # step 1 is always a plain step; step s >= 1 writes xb[(s - 1) % 2]
+            self._step(xs0, x0, hist[0], hist[1], False, xb[0], xsb[0], 1, 0, max_steps)
+            if self.delta_steps:
+                # from now on gather (x_s - x_{s-1}) / out (see kernels.cpu.fused_step)
+                d1 = xb[0] - x0
+                xsb[0][...] = d1 * self._inv_out
+                hist[1, 1] = d1[self._g["dangling"]].sum()
+                hist[1, 2] = d1.sum()
+            delta = self.delta_steps
+            use_graph = self.use_graph and max_steps - 1 >= 2 * B
+            if use_graph:
+                ring = cp.zeros((B + 1, 3), dtype=np.float64)
+                ring[0] = hist[1]
+                self._stream.begin_capture()
+                for r in range(B):
+                    self._step(xsb[r % 2], xb[r % 2], ring[r], ring[r + 1], delta,
+                               xb[(r + 1) % 2], xsb[(r + 1) % 2], 2 + r, B, max_steps)
+                kernels.get_archive_kernel()((1,), (128,), (ring, np.int64(B), hist[2:],
+                                                            self._chunk))
+                graph = self._stream.end_capture()
+            done, first, stop = 1, 1, None
+            while True:
+                res = cp.asnumpy(hist[first : done + 1, 0])  # the one sync per batch
+                below = np.flatnonzero(res < self._tol_cmp)
+                if below.size:
+                    stop = first + int(below[0])
+                if callback is not None:
+                    last = res[stop - first] if stop else res[-1]
+                    callback(stop or done, float(np.sqrt(last) if self._crit == 1 else last))
+                if stop is not None or done >= max_steps:
+                    break
+                first = done + 1
+                if use_graph:
+                    graph.launch(self._stream)
+                    done = min(done + B, max_steps)
+                else:
+                    for s in range(done + 1, min(done + self.check_every, max_steps) + 1):
+                        i = s % 2  # step s reads xb[s % 2] and writes xb[(s - 1) % 2]
+                        self._step(xsb[i], xb[i], hist[s - 1], hist[s], delta, xb[1 - i],
+                                   xsb[1 - i], s, 0, max_steps)
+                        done = s
+            steps = stop if stop is not None else done
+            residuals = cp.asnumpy(hist[1 : steps + 1, 0])
+            self._stream.synchronize()
+        if self._crit == 1:
             residuals = np.sqrt(residuals)
         self.matvecs += steps
-        return StepsResult(x=xb[steps % 2], residuals=residuals, converged=stop is not None)
+        return StepsResult(x=xb[(steps - 1) % 2], residuals=residuals,
+                           converged=stop is not None)
 
     def memory_estimate(self) -> int:
         g = self.graph

@@ -42,9 +42,14 @@ __global__ void wr_fused_step(
     const double* __restrict__ inv_out, const double alpha,
     const double* __restrict__ acc_prev, double* __restrict__ acc_out,
     const int crit, const double tol_cmp, const int delta,
-    double* __restrict__ x_out, T* __restrict__ xs_out)
+    double* __restrict__ x_out, T* __restrict__ xs_out,
+    const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
+    const i64 max_steps)
 {
     if (acc_prev[0] < tol_cmp) return;        // converged earlier: queued step is a no-op
+    // inside a CUDA graph, the step number is step0 + (graph replays so far) * chunk_len;
+    // steps past max_steps are no-ops too, so a replay never runs past max_iter
+    if (chunk != nullptr && step0 + (i64)(*chunk) * chunk_len > max_steps) return;
     const double dm = acc_prev[1];
     const double mass = acc_prev[2];
     const double inv_n = 1.0 / (double)n;
@@ -126,6 +131,24 @@ __global__ void wr_fused_step(
 }
 """
 
+ARCHIVE_SOURCE = r"""
+// End of one CUDA-graph replay of B steps: append the B (residual, dangling mass, mass)
+// rows to the history, carry the last row to row 0 of the ring, clear rows 1..B (so a
+// step after convergence still sees a zero residual and returns) and count the replay.
+extern "C" __global__ void wr_archive(double* ring, const long long B, double* hist,
+                                      unsigned long long* chunk)
+{
+    const unsigned long long c = *chunk;
+    for (long long i = threadIdx.x; i < 3 * B; i += blockDim.x)
+        hist[3 * (c * B) + i] = ring[3 + i];
+    __syncthreads();
+    if (threadIdx.x < 3) ring[threadIdx.x] = ring[3 * B + threadIdx.x];
+    __syncthreads();
+    for (long long i = threadIdx.x; i < 3 * B; i += blockDim.x) ring[3 + i] = 0.0;
+    if (threadIdx.x == 0) *chunk = c + 1;
+}
+"""
+
 GROUPS = (1, 2, 4, 8, 16, 32)
 _CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double"}
 
@@ -151,6 +174,20 @@ def _compiled(device_id: int, name: str):
 
     module = cupy.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=[name])
     return module.get_function(name)
+
+
+@functools.cache
+def _archive(device_id: int):
+    import cupy
+
+    return cupy.RawKernel(ARCHIVE_SOURCE, "wr_archive")
+
+
+def get_archive_kernel():
+    """The kernel that closes one CUDA-graph replay (see ``ARCHIVE_SOURCE``)."""
+    import cupy
+
+    return _archive(cupy.cuda.Device().id)
 
 
 def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int):
