@@ -18,6 +18,22 @@ from webrank.kernels import cuda as kernels
 
 _BLOCK = 256
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
+HEAVY_THRESHOLD = 256  # in-links above which a row is split across warps
+HEAVY_SEGMENT = 256  # in-links per warp in a split row
+
+
+def _heavy_segments(indptr: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows with more than HEAVY_THRESHOLD in-links, cut into HEAVY_SEGMENT-edge pieces."""
+    deg = np.diff(indptr)
+    rows = np.flatnonzero(deg > HEAVY_THRESHOLD).astype(np.int64)
+    nseg = -(-deg[rows] // HEAVY_SEGMENT)
+    slot = np.repeat(np.arange(rows.size, dtype=np.int32), nseg)
+    first = np.cumsum(nseg) - nseg
+    within = np.arange(slot.size) - np.repeat(first, nseg)
+    begin = indptr[rows][slot] + within * HEAVY_SEGMENT
+    end = np.minimum(begin + HEAVY_SEGMENT, indptr[rows + 1][slot])
+    return {"rows": rows, "slot": slot, "begin": begin.astype(indptr.dtype),
+            "end": end.astype(indptr.dtype)}
 
 
 def _device_arrays(graph: Graph, dtype: np.dtype) -> dict[str, Any]:
@@ -36,7 +52,12 @@ def _device_arrays(graph: Graph, dtype: np.dtype) -> dict[str, Any]:
     pool_free = cp.get_default_memory_pool().free_bytes()
     if need > free + pool_free:
         raise DeviceMemoryError(need, free + pool_free, f"{graph!r}")
+    heavy = _heavy_segments(graph.indptr)
     arrays = {
+        "heavy_rows": cp.asarray(heavy["rows"]),
+        "heavy_slot": cp.asarray(heavy["slot"]),
+        "heavy_begin": cp.asarray(heavy["begin"]),
+        "heavy_end": cp.asarray(heavy["end"]),
         "indptr": cp.asarray(graph.indptr),
         "indices": cp.asarray(graph.indices),
         "vals": None if vals is None else cp.asarray(vals.astype(dtype)),
@@ -107,6 +128,14 @@ class GPUOperator(PageRankOperator):
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         rows_per_block = _BLOCK // self._group
         self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
+        self._n_heavy = int(self._g["heavy_rows"].size)
+        self._nseg = int(self._g["heavy_slot"].size)
+        self._heavy_acc = cp.zeros(max(self._n_heavy, 1), dtype=np.float64)
+        if self._n_heavy:
+            self._heavy_kernel = kernels.get_kernel(
+                graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
+                None)
+            self._heavy_grid = int(min(-(-self._nseg // (_BLOCK // 32)), sms * 16))
         self._empty_vals = cp.zeros(1, dtype=self.dtype)
 
     # -- operator primitives ----------------------------------------------------------
@@ -149,13 +178,24 @@ class GPUOperator(PageRankOperator):
               chunk_len, max_steps):
         """Queue one fused step (reads ``row_in``, accumulates into ``row_out``)."""
         vals = self._g["vals"] if self._g["vals"] is not None else self._empty_vals
+        g = self._g
+        if self._n_heavy:
+            self._heavy_kernel(
+                (self._heavy_grid,), (_BLOCK,),
+                (np.int64(self._nseg), g["heavy_slot"], g["heavy_begin"], g["heavy_end"],
+                 g["indices"], vals, xs_in, self._heavy_acc, row_in,
+                 np.float64(self._tol_cmp), self._chunk, np.int64(step0),
+                 np.int64(chunk_len), np.int64(max_steps)),
+            )
+        threshold = HEAVY_THRESHOLD if self._n_heavy else np.iinfo(np.int64).max
         self._kernel(
             (self._grid,), (_BLOCK,),
             (np.int64(self.n), self._g["indptr"], self._g["indices"], vals, xs_in, x_in,
              self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
              self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
              np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
-             np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
+             np.int64(step0), np.int64(chunk_len), np.int64(max_steps), np.int64(threshold),
+             g["heavy_rows"], np.int64(self._n_heavy), self._heavy_acc),
         )
 
     def power_steps(
@@ -178,6 +218,7 @@ class GPUOperator(PageRankOperator):
             hist[0, 0] = np.inf
             hist[0, 1] = self.dangling_mass(x0)
             self._chunk = cp.zeros(1, dtype=np.uint64)
+            self._heavy_acc.fill(0)
             # step 1 is always a plain step; step s >= 1 writes xb[(s - 1) % 2]
             self._step(xs0, x0, hist[0], hist[1], False, xb[0], xsb[0], 1, 0, max_steps)
             if self.delta_steps:

@@ -33,6 +33,45 @@ __device__ __forceinline__ void wr_atomic_max_nonneg(double* addr, double v) {
     atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
 }
 
+__device__ __forceinline__ bool wr_skip_step(
+    const double* acc_prev, const double tol_cmp, const unsigned long long* chunk,
+    const long long step0, const long long chunk_len, const long long max_steps)
+{
+    // converged earlier: a queued step is a no-op. Inside a CUDA graph the step number is
+    // step0 + (graph replays so far) * chunk_len; steps past max_steps are no-ops too, so a
+    // replay never runs past max_iter.
+    if (acc_prev[0] < tol_cmp) return true;
+    return chunk != nullptr && step0 + (long long)(*chunk) * chunk_len > max_steps;
+}
+
+// Seed 002's in-degree imbalance: rows with more than `heavy_threshold` in-links are cut
+// into segments of a few hundred edges, one warp each, summed with atomics into
+// heavy_acc[slot]; the fused step then reads (and clears) that sum instead of walking the
+// row with a few lanes while the rest of the grid waits for it.
+template <typename IP, typename IX, typename T, bool WEIGHTED>
+__global__ void wr_heavy_rows(
+    const i64 nseg, const int* __restrict__ seg_slot, const IP* __restrict__ seg_begin,
+    const IP* __restrict__ seg_end, const IX* __restrict__ indices,
+    const T* __restrict__ vals, const T* __restrict__ xs, double* __restrict__ heavy_acc,
+    const double* __restrict__ acc_prev, const double tol_cmp,
+    const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
+    const i64 max_steps)
+{
+    if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
+    const int lane = threadIdx.x % 32;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
+    for (i64 s = warp; s < nseg; s += nwarps) {
+        double acc = 0.0;
+        for (IP k = seg_begin[s] + lane; k < seg_end[s]; k += 32) {
+            if (WEIGHTED) acc += (double)vals[k] * (double)xs[indices[k]];
+            else acc += (double)xs[indices[k]];
+        }
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) atomicAdd(&heavy_acc[seg_slot[s]], acc);
+    }
+}
+
 template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
 __global__ void wr_fused_step(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
@@ -44,12 +83,10 @@ __global__ void wr_fused_step(
     const int crit, const double tol_cmp, const int delta,
     double* __restrict__ x_out, T* __restrict__ xs_out,
     const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
-    const i64 max_steps)
+    const i64 max_steps, const i64 heavy_threshold, const i64* __restrict__ heavy_rows,
+    const i64 n_heavy, double* __restrict__ heavy_acc)
 {
-    if (acc_prev[0] < tol_cmp) return;        // converged earlier: queued step is a no-op
-    // inside a CUDA graph, the step number is step0 + (graph replays so far) * chunk_len;
-    // steps past max_steps are no-ops too, so a replay never runs past max_iter
-    if (chunk != nullptr && step0 + (i64)(*chunk) * chunk_len > max_steps) return;
+    if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
     const double dm = acc_prev[1];
     const double mass = acc_prev[2];
     const double inv_n = 1.0 / (double)n;
@@ -67,6 +104,17 @@ __global__ void wr_fused_step(
         double acc = 0.0;
         if (valid) {
             const IP beg = indptr[row], end = indptr[row + 1];
+            if ((i64)(end - beg) > heavy_threshold) {
+                if (lane == 0) {       // summed by wr_heavy_rows; find the row's slot
+                    i64 lo = 0, hi = n_heavy - 1;
+                    while (lo < hi) {
+                        const i64 mid = (lo + hi) / 2;
+                        if (heavy_rows[mid] < row) lo = mid + 1; else hi = mid;
+                    }
+                    acc = heavy_acc[lo];
+                    heavy_acc[lo] = 0.0;   // ready for the next step
+                }
+            } else
             for (IP k = beg + lane; k < end; k += GROUP) {
                 const IX j = indices[k];
                 if (WEIGHTED) acc += (double)vals[k] * (double)xs[j];
@@ -153,9 +201,11 @@ GROUPS = (1, 2, 4, 8, 16, 32)
 _CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double"}
 
 
-def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int) -> str:
-    """The template instantiation for these index/value types and group size."""
+def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int | None) -> str:
+    """The template instantiation: the fused step, or the heavy-row kernel (group None)."""
     w = "true" if weighted else "false"
+    if group is None:
+        return f"wr_heavy_rows<{_CTYPE[ip]}, {_CTYPE[ix]}, {_CTYPE[t]}, {w}>"
     return f"wr_fused_step<{_CTYPE[ip]}, {_CTYPE[ix]}, {_CTYPE[t]}, {w}, {group}>"
 
 
@@ -190,8 +240,8 @@ def get_archive_kernel():
     return _archive(cupy.cuda.Device().id)
 
 
-def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int):
-    """The fused-step kernel for these index/value types and lanes per row."""
+def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int | None):
+    """The fused-step kernel for these types and lanes per row (None: heavy-row kernel)."""
     import cupy
 
     return _compiled(cupy.cuda.Device().id, kernel_name(ip, ix, t, weighted, group))
