@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# One device call: GPU tests, acceptance numbers, CLI runs and the core benchmark.
-# Run from the repo root on the GPU machine with the datasets in .device_data/.
+# One device call: GPU tests, acceptance numbers, per-iteration times, CLI runs and the
+# core benchmark. Run from the repo root on the GPU machine with the datasets in
+# .device_data/ (or WEBRANK_DATASETS) and, where the image lacks them, wheels in .whl/.
 set -uo pipefail
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
-export PYTHONPATH=src:${PYTHONPATH:-} WEBRANK_DATASETS=$PWD/.device_data PYTHONUNBUFFERED=1
+export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-python3 -m pytest tests/test_pagerank.py tests/test_cli.py -q -p no:cacheprovider \
-  -W ignore::DeprecationWarning 2>&1 | tee "$OUT/pytest_gpu.log" | tail -5
+python3 -m pytest tests/test_pagerank.py tests/test_cli.py -q -p no:cacheprovider 2>&1 \
+  | tee "$OUT/pytest_gpu.log" | tail -4
+python3 benchmarks/gpu_iteration_time.py 2>&1 | tee "$OUT/iteration_time.txt"
 python3 benchmarks/gpu_acceptance.py 2>&1 | tee "$OUT/acceptance.txt"
 for g in cnr-2000 web-NotreDame soc-Epinions1; do
   for dt in float32 float64; do
-    python3 -m webrank rank .device_data/$g.txt.gz --tol 1e-10 --device gpu --dtype $dt --top 5
+    python3 -m webrank rank "$WEBRANK_DATASETS/$g.txt.gz" --tol 1e-10 --device gpu \
+      --dtype $dt --top 5
   done
-done 2>&1 | tee "$OUT/cli_gpu.txt"
-python3 benchmarks/core_benchmark.py --skip-networkx --out "$OUT" --repeat 5 2>&1 | tail -6
+done > "$OUT/cli_gpu.txt" 2>&1
+python3 benchmarks/core_benchmark.py --skip-networkx --out "$OUT" --repeat 5 2>&1 | tail -5
