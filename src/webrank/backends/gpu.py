@@ -18,8 +18,8 @@ from webrank.kernels import cuda as kernels
 
 _BLOCK = 256
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
-HEAVY_THRESHOLD = 256  # in-links above which a row is split across warps
-HEAVY_SEGMENT = 256  # in-links per warp in a split row
+HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
+HEAVY_SEGMENT = 256  # in-links per warp in such a row
 
 
 def _heavy_segments(indptr: np.ndarray) -> dict[str, np.ndarray]:
@@ -27,12 +27,12 @@ def _heavy_segments(indptr: np.ndarray) -> dict[str, np.ndarray]:
     deg = np.diff(indptr)
     rows = np.flatnonzero(deg > HEAVY_THRESHOLD).astype(np.int64)
     nseg = -(-deg[rows] // HEAVY_SEGMENT)
-    slot = np.repeat(np.arange(rows.size, dtype=np.int32), nseg)
+    slot = np.repeat(np.arange(rows.size), nseg)
     first = np.cumsum(nseg) - nseg
     within = np.arange(slot.size) - np.repeat(first, nseg)
     begin = indptr[rows][slot] + within * HEAVY_SEGMENT
     end = np.minimum(begin + HEAVY_SEGMENT, indptr[rows + 1][slot])
-    return {"rows": rows, "slot": slot, "begin": begin.astype(indptr.dtype),
+    return {"rows": rows, "seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
             "end": end.astype(indptr.dtype)}
 
 
@@ -54,8 +54,8 @@ def _device_arrays(graph: Graph, dtype: np.dtype) -> dict[str, Any]:
         raise DeviceMemoryError(need, free + pool_free, f"{graph!r}")
     heavy = _heavy_segments(graph.indptr)
     arrays = {
-        "heavy_rows": cp.asarray(heavy["rows"]),
-        "heavy_slot": cp.asarray(heavy["slot"]),
+        "n_heavy": int(heavy["rows"].size),
+        "heavy_seg_row": cp.asarray(heavy["seg_row"]),
         "heavy_begin": cp.asarray(heavy["begin"]),
         "heavy_end": cp.asarray(heavy["end"]),
         "indptr": cp.asarray(graph.indptr),
@@ -128,9 +128,10 @@ class GPUOperator(PageRankOperator):
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         rows_per_block = _BLOCK // self._group
         self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
-        self._n_heavy = int(self._g["heavy_rows"].size)
-        self._nseg = int(self._g["heavy_slot"].size)
-        self._heavy_acc = cp.zeros(max(self._n_heavy, 1), dtype=np.float64)
+        self._n_heavy = self._g["n_heavy"]
+        self._nseg = int(self._g["heavy_seg_row"].size)
+        # per-row sums of the split rows (zero again after each step reads them)
+        self._heavy_sum = cp.zeros(n if self._n_heavy else 1, dtype=np.float64)
         if self._n_heavy:
             self._heavy_kernel = kernels.get_kernel(
                 graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
@@ -182,8 +183,8 @@ class GPUOperator(PageRankOperator):
         if self._n_heavy:
             self._heavy_kernel(
                 (self._heavy_grid,), (_BLOCK,),
-                (np.int64(self._nseg), g["heavy_slot"], g["heavy_begin"], g["heavy_end"],
-                 g["indices"], vals, xs_in, self._heavy_acc, row_in,
+                (np.int64(self._nseg), g["heavy_seg_row"], g["heavy_begin"], g["heavy_end"],
+                 g["indices"], vals, xs_in, self._heavy_sum, row_in,
                  np.float64(self._tol_cmp), self._chunk, np.int64(step0),
                  np.int64(chunk_len), np.int64(max_steps)),
             )
@@ -195,7 +196,7 @@ class GPUOperator(PageRankOperator):
              self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
              np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
              np.int64(step0), np.int64(chunk_len), np.int64(max_steps), np.int64(threshold),
-             g["heavy_rows"], np.int64(self._n_heavy), self._heavy_acc),
+             self._heavy_sum),
         )
 
     def power_steps(
@@ -218,7 +219,7 @@ class GPUOperator(PageRankOperator):
             hist[0, 0] = np.inf
             hist[0, 1] = self.dangling_mass(x0)
             self._chunk = cp.zeros(1, dtype=np.uint64)
-            self._heavy_acc.fill(0)
+            self._heavy_sum.fill(0)
             # step 1 is always a plain step; step s >= 1 writes xb[(s - 1) % 2]
             self._step(xs0, x0, hist[0], hist[1], False, xb[0], xsb[0], 1, 0, max_steps)
             if self.delta_steps:

@@ -44,15 +44,43 @@ __device__ __forceinline__ bool wr_skip_step(
     return chunk != nullptr && step0 + (long long)(*chunk) * chunk_len > max_steps;
 }
 
+// Gather sum of xs over in-links k = first, first + STRIDE, ... < end, with four
+// independent loads in flight per lane (a plain loop waits on each index, then each gather).
+template <typename IP, typename IX, typename T, bool WEIGHTED, int STRIDE>
+__device__ __forceinline__ double wr_gather(
+    IP k, const IP end, const IX* __restrict__ indices, const T* __restrict__ vals,
+    const T* __restrict__ xs)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    for (; k + 3 * STRIDE < end; k += 4 * STRIDE) {
+        const IX j0 = indices[k], j1 = indices[k + STRIDE];
+        const IX j2 = indices[k + 2 * STRIDE], j3 = indices[k + 3 * STRIDE];
+        if (WEIGHTED) {
+            a0 += (double)vals[k] * (double)xs[j0];
+            a1 += (double)vals[k + STRIDE] * (double)xs[j1];
+            a2 += (double)vals[k + 2 * STRIDE] * (double)xs[j2];
+            a3 += (double)vals[k + 3 * STRIDE] * (double)xs[j3];
+        } else {
+            a0 += (double)xs[j0]; a1 += (double)xs[j1];
+            a2 += (double)xs[j2]; a3 += (double)xs[j3];
+        }
+    }
+    for (; k < end; k += STRIDE) {
+        if (WEIGHTED) a0 += (double)vals[k] * (double)xs[indices[k]];
+        else a0 += (double)xs[indices[k]];
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
 // Seed 002's in-degree imbalance: rows with more than `heavy_threshold` in-links are cut
 // into segments of a few hundred edges, one warp each, summed with atomics into
-// heavy_acc[slot]; the fused step then reads (and clears) that sum instead of walking the
+// heavy_sum[row]; the fused step then reads (and clears) that sum instead of walking the
 // row with a few lanes while the rest of the grid waits for it.
 template <typename IP, typename IX, typename T, bool WEIGHTED>
 __global__ void wr_heavy_rows(
-    const i64 nseg, const int* __restrict__ seg_slot, const IP* __restrict__ seg_begin,
+    const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
     const IP* __restrict__ seg_end, const IX* __restrict__ indices,
-    const T* __restrict__ vals, const T* __restrict__ xs, double* __restrict__ heavy_acc,
+    const T* __restrict__ vals, const T* __restrict__ xs, double* __restrict__ heavy_sum,
     const double* __restrict__ acc_prev, const double tol_cmp,
     const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
     const i64 max_steps)
@@ -62,13 +90,10 @@ __global__ void wr_heavy_rows(
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     for (i64 s = warp; s < nseg; s += nwarps) {
-        double acc = 0.0;
-        for (IP k = seg_begin[s] + lane; k < seg_end[s]; k += 32) {
-            if (WEIGHTED) acc += (double)vals[k] * (double)xs[indices[k]];
-            else acc += (double)xs[indices[k]];
-        }
+        double acc = wr_gather<IP, IX, T, WEIGHTED, 32>(seg_begin[s] + lane, seg_end[s],
+                                                         indices, vals, xs);
         for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
-        if (lane == 0) atomicAdd(&heavy_acc[seg_slot[s]], acc);
+        if (lane == 0) atomicAdd(&heavy_sum[seg_row[s]], acc);
     }
 }
 
@@ -83,8 +108,7 @@ __global__ void wr_fused_step(
     const int crit, const double tol_cmp, const int delta,
     double* __restrict__ x_out, T* __restrict__ xs_out,
     const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
-    const i64 max_steps, const i64 heavy_threshold, const i64* __restrict__ heavy_rows,
-    const i64 n_heavy, double* __restrict__ heavy_acc)
+    const i64 max_steps, const i64 heavy_threshold, double* __restrict__ heavy_sum)
 {
     if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
     const double dm = acc_prev[1];
@@ -105,20 +129,12 @@ __global__ void wr_fused_step(
         if (valid) {
             const IP beg = indptr[row], end = indptr[row + 1];
             if ((i64)(end - beg) > heavy_threshold) {
-                if (lane == 0) {       // summed by wr_heavy_rows; find the row's slot
-                    i64 lo = 0, hi = n_heavy - 1;
-                    while (lo < hi) {
-                        const i64 mid = (lo + hi) / 2;
-                        if (heavy_rows[mid] < row) lo = mid + 1; else hi = mid;
-                    }
-                    acc = heavy_acc[lo];
-                    heavy_acc[lo] = 0.0;   // ready for the next step
+                if (lane == 0) {       // summed by wr_heavy_rows
+                    acc = heavy_sum[row];
+                    heavy_sum[row] = 0.0;   // ready for the next step
                 }
-            } else
-            for (IP k = beg + lane; k < end; k += GROUP) {
-                const IX j = indices[k];
-                if (WEIGHTED) acc += (double)vals[k] * (double)xs[j];
-                else acc += (double)xs[j];
+            } else {
+                acc = wr_gather<IP, IX, T, WEIGHTED, GROUP>(beg + lane, end, indices, vals, xs);
             }
         }
         #pragma unroll
