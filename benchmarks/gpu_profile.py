@@ -16,13 +16,15 @@ names = sys.argv[1:] or ["cnr-2000", "web-NotreDame"]
 for name in names:
     g = webrank.load(DATA / f"{name}.txt.gz")
     for dtype in ("float32", "float64"):
-        for use_graph in (True, False):
+        for use_graph, lanes in ((True, None), (False, None), (True, 1), (True, 2),
+                                 (True, 4), (True, 8), (True, 16)):
             make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
-                          dtype=dtype, use_graph=use_graph)
+                          dtype=dtype, use_graph=use_graph, lanes_per_row=lanes)
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             op = make_operator(g, device="gpu", alpha=0.85, personalization=None,
-                               dangling=None, dtype=dtype, use_graph=use_graph)
+                               dangling=None, dtype=dtype, use_graph=use_graph,
+                               lanes_per_row=lanes)
             cp.cuda.Device().synchronize()
             setup = time.perf_counter() - t0
             x0 = cp.full(g.n, 1.0 / g.n)

@@ -176,7 +176,7 @@ def pagerank(
     return result
 
 
-_BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph")
+_BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row")
 
 
 def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:

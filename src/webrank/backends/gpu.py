@@ -80,6 +80,9 @@ class GPUOperator(PageRankOperator):
         return at once on the device, so the answer is that of the exact step count.
     use_graph : bool, default True
         False queues plain kernel launches instead (for comparison).
+    lanes_per_row : {1, 2, 4, 8, 16, 32}, optional
+        Threads that share one row of at most HEAVY_THRESHOLD in-links; default from the
+        average in-degree of those rows.
     """
 
     name = "gpu"
@@ -95,6 +98,7 @@ class GPUOperator(PageRankOperator):
         check_every: int = 16,
         graph_steps: int = 32,
         use_graph: bool = True,
+        lanes_per_row: int | None = None,
     ) -> None:
         import cupy as cp
 
@@ -119,8 +123,14 @@ class GPUOperator(PageRankOperator):
         else:
             ow = cp.asarray(graph.out_weight)
             self._inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
-        avg = graph.num_edges / max(n, 1)
-        self._group = kernels.pick_group(avg)
+        if lanes_per_row is None:
+            deg = np.diff(graph.indptr)
+            light = deg[deg <= HEAVY_THRESHOLD]
+            self._group = kernels.pick_group(light.mean() / 2 if light.size else 1.0)
+        elif lanes_per_row in kernels.GROUPS:
+            self._group = int(lanes_per_row)
+        else:
+            raise ValueError(f"lanes_per_row must be one of {kernels.GROUPS}")
         self._kernel = kernels.get_kernel(
             graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
             self._group,
