@@ -16,15 +16,17 @@ names = sys.argv[1:] or ["cnr-2000", "web-NotreDame"]
 for name in names:
     g = webrank.load(DATA / f"{name}.txt.gz")
     for dtype in ("float32", "float64"):
-        for use_graph, lanes in ((True, None), (False, None), (True, 1), (True, 2),
-                                 (True, 4), (True, 8), (True, 16)):
+        for use_graph, lanes, heavy in ((True, None, 64), (False, None, 64), (True, 1, 16),
+                                        (True, 1, 32), (True, 1, 64), (True, 1, 128),
+                                        (True, 2, 32), (True, 4, 64)):
+            kw = dict(dtype=dtype, use_graph=use_graph, lanes_per_row=lanes,
+                      heavy_threshold=heavy)
             make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
-                          dtype=dtype, use_graph=use_graph, lanes_per_row=lanes)
+                          **kw)
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             op = make_operator(g, device="gpu", alpha=0.85, personalization=None,
-                               dangling=None, dtype=dtype, use_graph=use_graph,
-                               lanes_per_row=lanes)
+                               dangling=None, **kw)
             cp.cuda.Device().synchronize()
             setup = time.perf_counter() - t0
             x0 = cp.full(g.n, 1.0 / g.n)
@@ -42,5 +44,5 @@ for name in names:
             per_step = (res[641] - res[65]) / 576
             print(f"{name:14s} {dtype} graph={use_graph!s:5s} setup {setup * 1e3:6.2f} ms, "
                   f"65 steps {res[65] * 1e3:6.2f} ms, 641 steps {res[641] * 1e3:7.2f} ms, "
-                  f"marginal {per_step * 1e3:.4f} ms/step, heavy rows {op._n_heavy}, "
+                  f"marginal {per_step * 1e3:.4f} ms/step, heavy > {heavy}: {op._n_heavy}, "
                   f"group {op._group}, grid {op._grid}")

@@ -176,7 +176,8 @@ def pagerank(
     return result
 
 
-_BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row")
+_BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
+                    "heavy_threshold")
 
 
 def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:

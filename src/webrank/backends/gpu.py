@@ -22,10 +22,10 @@ HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 
 
-def _heavy_segments(indptr: np.ndarray) -> dict[str, np.ndarray]:
-    """Rows with more than HEAVY_THRESHOLD in-links, cut into HEAVY_SEGMENT-edge pieces."""
+def _heavy_segments(indptr: np.ndarray, threshold: int) -> dict[str, np.ndarray]:
+    """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces."""
     deg = np.diff(indptr)
-    rows = np.flatnonzero(deg > HEAVY_THRESHOLD).astype(np.int64)
+    rows = np.flatnonzero(deg > threshold).astype(np.int64)
     nseg = -(-deg[rows] // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
     first = np.cumsum(nseg) - nseg
@@ -36,11 +36,11 @@ def _heavy_segments(indptr: np.ndarray) -> dict[str, np.ndarray]:
             "end": end.astype(indptr.dtype)}
 
 
-def _device_arrays(graph: Graph, dtype: np.dtype) -> dict[str, Any]:
+def _device_arrays(graph: Graph, dtype: np.dtype, threshold: int) -> dict[str, Any]:
     """The graph's CSR on the current device, uploaded once and kept on the Graph."""
     import cupy as cp
 
-    key = ("gpu", cp.cuda.Device().id, dtype.name)
+    key = ("gpu", cp.cuda.Device().id, dtype.name, threshold)
     cached = graph._cache.get(key)
     if cached is not None:
         return cached
@@ -52,7 +52,7 @@ def _device_arrays(graph: Graph, dtype: np.dtype) -> dict[str, Any]:
     pool_free = cp.get_default_memory_pool().free_bytes()
     if need > free + pool_free:
         raise DeviceMemoryError(need, free + pool_free, f"{graph!r}")
-    heavy = _heavy_segments(graph.indptr)
+    heavy = _heavy_segments(graph.indptr, threshold)
     arrays = {
         "n_heavy": int(heavy["rows"].size),
         "heavy_seg_row": cp.asarray(heavy["seg_row"]),
@@ -83,6 +83,8 @@ class GPUOperator(PageRankOperator):
     lanes_per_row : {1, 2, 4, 8, 16, 32}, optional
         Threads that share one row of at most HEAVY_THRESHOLD in-links; default from the
         average in-degree of those rows.
+    heavy_threshold : int, default HEAVY_THRESHOLD
+        Rows with more in-links are summed by warps of their own (seed 002's imbalance).
     """
 
     name = "gpu"
@@ -99,6 +101,7 @@ class GPUOperator(PageRankOperator):
         graph_steps: int = 32,
         use_graph: bool = True,
         lanes_per_row: int | None = None,
+        heavy_threshold: int = HEAVY_THRESHOLD,
     ) -> None:
         import cupy as cp
 
@@ -113,7 +116,8 @@ class GPUOperator(PageRankOperator):
         self.use_graph = bool(use_graph)
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
-        self._g = _device_arrays(graph, self.dtype)
+        self.heavy_threshold = int(heavy_threshold)
+        self._g = _device_arrays(graph, self.dtype, self.heavy_threshold)
         n = self.n
         self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
         self._d = self._v if dangling is None else cp.asarray(dangling)
@@ -125,8 +129,8 @@ class GPUOperator(PageRankOperator):
             self._inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
         if lanes_per_row is None:
             deg = np.diff(graph.indptr)
-            light = deg[deg <= HEAVY_THRESHOLD]
-            self._group = kernels.pick_group(light.mean() / 2 if light.size else 1.0)
+            light = deg[deg <= self.heavy_threshold]
+            self._group = kernels.pick_group(light.mean() / 16 if light.size else 1.0)
         elif lanes_per_row in kernels.GROUPS:
             self._group = int(lanes_per_row)
         else:
@@ -198,7 +202,7 @@ class GPUOperator(PageRankOperator):
                  np.float64(self._tol_cmp), self._chunk, np.int64(step0),
                  np.int64(chunk_len), np.int64(max_steps)),
             )
-        threshold = HEAVY_THRESHOLD if self._n_heavy else np.iinfo(np.int64).max
+        threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
         self._kernel(
             (self._grid,), (_BLOCK,),
             (np.int64(self.n), self._g["indptr"], self._g["indices"], vals, xs_in, x_in,
