@@ -85,15 +85,6 @@ class PageRankOperator(ABC):
         """Move a backend array to a NumPy array."""
         return np.asarray(a)
 
-    def norm(self, a: Any, criterion: str) -> float:
-        """The chosen norm of ``a`` as a Python float."""
-        xp = self.xp
-        if criterion == "l1":
-            return float(xp.abs(a).sum())
-        if criterion == "l2":
-            return float(xp.sqrt((a * a).sum()))
-        return float(xp.abs(a).max()) if a.size else 0.0
-
     def synchronize(self) -> None:
         """Wait for queued device work (no-op on the CPU)."""
         return None
@@ -136,7 +127,3 @@ class PageRankOperator(ABC):
         Stops after the first step whose residual is below ``tol``. ``callback(step,
         residual)``, if given, is called as steps complete (after each batch on a GPU).
         """
-
-    def memory_estimate(self) -> int:
-        """Bytes this operator holds on its device (for messages and reports)."""
-        return 0

@@ -113,6 +113,3 @@ class CPUOperator(PageRankOperator):
                 break
         self.matvecs += steps
         return StepsResult(x=x, residuals=residuals[:steps], converged=converged)
-
-    def memory_estimate(self) -> int:
-        return self.graph.nbytes() + 6 * 8 * self.n

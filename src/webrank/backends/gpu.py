@@ -283,7 +283,3 @@ class GPUOperator(PageRankOperator):
         self.matvecs += steps
         return StepsResult(x=xb[(steps - 1) % 2], residuals=residuals,
                            converged=stop is not None)
-
-    def memory_estimate(self) -> int:
-        g = self.graph
-        return g.indptr.nbytes + g.indices.nbytes + g.n * (8 * 6 + 2 * self.dtype.itemsize)

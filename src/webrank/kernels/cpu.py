@@ -161,7 +161,7 @@ def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, ma
 
 
 def default_chunks() -> int:
-    """Chunks per step: several per thread so uneven rows balance out."""
-    return max(1, num_threads() * 8) if os.environ.get("WEBRANK_CPU_CHUNKS") is None else int(
-        os.environ["WEBRANK_CPU_CHUNKS"]
-    )
+    """Chunks per step: several per thread so uneven rows balance out
+    (``WEBRANK_CPU_CHUNKS`` overrides, for experiments)."""
+    override = os.environ.get("WEBRANK_CPU_CHUNKS")
+    return int(override) if override else max(1, num_threads() * 8)
