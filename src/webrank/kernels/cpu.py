@@ -39,7 +39,6 @@ def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
     n = indptr.size - 1
     m = int(indptr[-1])
     targets = np.linspace(0, m, chunks + 1)
-    # a chunk is also at least ~n/chunks/8 rows so edge-free stretches still split
     bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
     bounds[0], bounds[-1] = 0, n
     return np.unique(np.clip(bounds, 0, n))
