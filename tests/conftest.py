@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import os
 from pathlib import Path
 
@@ -24,6 +26,17 @@ def dataset(name: str) -> Path:
     if not p.exists():
         pytest.skip(f"dataset {p} not present")
     return p
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` to ``path``, gzip- or bzip2-compressed by its suffix."""
+    data = text.encode() if isinstance(text, str) else text
+    if path.suffix == ".gz":
+        data = gzip.compress(data)
+    elif path.suffix == ".bz2":
+        data = bz2.compress(data)
+    path.write_bytes(data)
+    return path
 
 
 def pytest_collection_modifyitems(config, items):

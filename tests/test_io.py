@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write
 
 from webrank.graph import Graph
 from webrank.io import (
@@ -46,16 +46,6 @@ def same_graph(g: Graph, ref: Graph) -> None:
     assert (g.labels is None) == (ref.labels is None)
     if ref.labels is not None:
         assert g.labels.tolist() == ref.labels.tolist()
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    data = text.encode() if isinstance(text, str) else text
-    if path.suffix == ".gz":
-        data = gzip.compress(data)
-    elif path.suffix == ".bz2":
-        data = bz2.compress(data)
-    path.write_bytes(data)
-    return path
 
 
 SRC = np.array([0, 0, 1, 2, 2, 3, 5, 5])

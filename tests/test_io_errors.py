@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io import load, save_graph
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    data = text.encode() if isinstance(text, str) else text
-    if path.suffix == ".gz":
-        data = gzip.compress(data)
-    elif path.suffix == ".bz2":
-        data = bz2.compress(data)
-    path.write_bytes(data)
-    return path
 
 
 def fails(path: Path, line: int | None = None, text: str | None = None, match: str | None = None,
