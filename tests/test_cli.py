@@ -153,3 +153,20 @@ def test_demo_runs():
     r = webrank("demo", "--device", "cpu", "--top", "3")
     assert r.returncode == 0, r.stderr
     assert "web-NotreDame" in r.stdout and "converged" in r.stdout
+
+
+def test_generate_then_rank_and_compare(tmp_path):
+    out = tmp_path / "er.txt"
+    r = webrank("generate", "er", "2000", "--out", out, "--seed", "3", "-p", "avg_degree=5")
+    assert r.returncode == 0, r.stderr
+    a, b = tmp_path / "a.csv", tmp_path / "b.npy"
+    assert webrank("rank", out, "--tol", "1e-4", "-o", a, "--device", "cpu").returncode == 0
+    assert webrank("rank", out, "--tol", "1e-12", "-o", b, "--device", "cpu").returncode == 0
+    r = webrank("compare", a, b, "--json", "--top", "10")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert 0 < doc["l1"] < 1e-3 and doc["kendall_tau"] > 0.9 and doc["top_k"] == 10
+    r = webrank("compare", a, a, "--json")
+    assert json.loads(r.stdout)["l1"] == 0
+    r = webrank("generate", "nope", "10", "--out", out)
+    assert r.returncode == 2 and "unknown graph kind" in r.stderr

@@ -11,7 +11,7 @@ import numpy as np
 
 from webrank.graph import Graph
 
-__all__ = ["PageRankResult"]
+__all__ = ["PageRankResult", "load_scores"]
 
 
 @dataclass(repr=False)
@@ -167,6 +167,46 @@ class PageRankResult:
             f"iterations, {self.criterion} residual {self.residual:.2e}, "
             f"{self.elapsed * 1e3:.1f} ms>"
         )
+
+
+def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read scores written by :meth:`PageRankResult.save`: ``(labels, scores)``.
+
+    ``.npy`` holds scores in node order (labels ``0..n-1``); ``.csv``/``.tsv``/``.txt``
+    and ``.parquet`` hold ``node``/``score`` columns; ``.json`` the ``node``/``score``
+    lists. Raises :class:`~webrank.errors.GraphFormatError` for anything else.
+    """
+    from webrank.errors import GraphFormatError
+
+    path = Path(path)
+    ext = path.suffix.lower()
+    try:
+        if ext == ".npy":
+            scores = np.load(path, allow_pickle=False).astype(np.float64).ravel()
+            return np.arange(scores.size), scores
+        if ext in (".csv", ".tsv", ".txt"):
+            import pyarrow.csv as pcsv
+
+            table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(
+                delimiter="," if ext == ".csv" else "\t"))
+        elif ext == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        elif ext == ".json":
+            doc = json.loads(path.read_text())
+            return np.asarray(doc["node"]), np.asarray(doc["score"], dtype=np.float64)
+        else:
+            raise GraphFormatError(
+                "unknown score file type; use .npy, .csv, .tsv, .txt, .parquet or .json",
+                path=path)
+        return table["node"].to_numpy(), table["score"].to_numpy().astype(np.float64)
+    except GraphFormatError:
+        raise
+    except FileNotFoundError:
+        raise GraphFormatError("no such file", path=path) from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise GraphFormatError(f"not a webrank score file ({exc})", path=path) from None
 
 
 def _py(x: Any) -> Any:
