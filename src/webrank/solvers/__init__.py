@@ -55,4 +55,4 @@ def get_solver(name: str) -> SolverFn:
 
 def _load_all() -> None:
     # importing the modules registers their solvers
-    from webrank.solvers import power  # noqa: F401
+    from webrank.solvers import extrapolation, power  # noqa: F401

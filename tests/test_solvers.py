@@ -1,0 +1,51 @@
+"""Every registered solver against the exact answer, on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from reference import exact_pagerank
+from test_pagerank import DEVICES, SEED_SIX, graph_of, random_graph
+
+import webrank
+from webrank.solvers import SOLVERS, get_solver
+
+get_solver("power")  # registers them all
+METHODS = sorted(SOLVERS)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("alpha", [0.85, 0.99])
+def test_solver_meets_tolerance_against_exact(device, method, alpha):
+    g = random_graph(17, 400, 2400, weighted=False, isolated=4)
+    exact = exact_pagerank(g, alpha)
+    r = webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, method=method,
+                         device=device, period=12) if method != "power" else \
+        webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, device=device)
+    assert r.converged and r.method == method
+    # within 10 * tol of the exact answer, scaled by the conditioning 1 / (1 - alpha)
+    assert np.abs(r.scores - exact).sum() < 10 * 1e-10 / (1 - alpha)
+    assert r.matvecs == r.iterations == len(r.residuals)
+
+
+@pytest.mark.parametrize("method", ["aitken", "quadratic"])
+def test_extrapolation_on_seed_graph_and_options(method):
+    g = graph_of(SEED_SIX)
+    r = webrank.pagerank(g, tol=1e-13, method=method, period=5)
+    np.testing.assert_allclose(r.scores, exact_pagerank(g), atol=1e-12)
+    assert r.info["period"] == 5
+    with pytest.raises(ValueError, match="period"):
+        webrank.pagerank(g, method=method, period=2)
+    with pytest.raises(TypeError):
+        webrank.pagerank(g, method=method, bogus=1)
+
+
+def test_quadratic_saves_matvecs_on_a_slow_chain():
+    # alpha near 1 on a graph with a slowly decaying second eigenvector
+    g = random_graph(3, 3000, 9000, weighted=False)
+    p = webrank.pagerank(g, alpha=0.99, tol=1e-10, max_iter=20000)
+    q = webrank.pagerank(g, alpha=0.99, tol=1e-10, max_iter=20000, method="quadratic",
+                         period=20)
+    assert q.matvecs <= p.matvecs
+    assert np.abs(p.scores - q.scores).sum() < 1e-7
