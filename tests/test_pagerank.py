@@ -147,6 +147,7 @@ def test_nonconvergence_raises_with_result_and_can_return():
         ({"dtype": "bogus"}, "dtype"),
         ({"device": "tpu"}, "device"),
         ({"method": "magic"}, "unknown method"),
+        ({"bogus": 1}, "unknown options"),
         ({"personalization": [1, 2]}, "personalization has 2 entries"),
         ({"personalization": [0] * 6}, "positive sum"),
         ({"personalization": [-1, 1, 1, 1, 1, 1]}, "non-negative"),

@@ -37,7 +37,7 @@ def test_extrapolation_on_seed_graph_and_options(method):
     assert r.info["period"] == 5
     with pytest.raises(ValueError, match="period"):
         webrank.pagerank(g, method=method, period=2)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="unknown options"):
         webrank.pagerank(g, method=method, bogus=1)
 
 

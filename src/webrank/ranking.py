@@ -7,6 +7,7 @@ wraps the answer in a :class:`~webrank.result.PageRankResult`.
 
 from __future__ import annotations
 
+import inspect
 import os
 import platform
 import time
@@ -122,6 +123,7 @@ def pagerank(
     """
     _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     solve = get_solver(method)
+    _check_options(method, solve, options)
     if not isinstance(graph, Graph):
         from webrank.io import load
 
@@ -178,6 +180,19 @@ def pagerank(
 
 _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
                     "heavy_threshold")
+
+
+_SOLVER_ARGS = {"op", "x0", "tol", "max_iter", "criterion", "callback"}
+
+
+def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
+    """Unknown keyword options: a ValueError naming the allowed ones, before any work."""
+    allowed = set(inspect.signature(solve).parameters) - _SOLVER_ARGS
+    unknown = set(options) - allowed - set(_BACKEND_OPTIONS)
+    if unknown:
+        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS)))
+        raise ValueError(f"unknown options {sorted(unknown)} for method {method!r}; "
+                         f"allowed: {known}")
 
 
 def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:

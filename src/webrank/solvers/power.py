@@ -18,10 +18,8 @@ from webrank.solvers import SolverOutput, register
 
 @register("power")
 def power(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
-          callback: Any = None, **options: Any) -> SolverOutput:
+          callback: Any = None) -> SolverOutput:
     """Power iteration until ``||x_{k+1} - x_k|| < tol`` (absolute, under ``criterion``)."""
-    if options:
-        raise ValueError(f"method 'power' takes no options {sorted(options)}")
     if max_iter == 0:
         import numpy as np
 
