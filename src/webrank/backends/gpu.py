@@ -1,8 +1,9 @@
 """GPU backend: CuPy arrays and the fused CUDA step of :mod:`webrank.kernels.cuda`.
 
-The graph goes to the device once (cached on the Graph object for later runs); the
-power iterations queue on the stream and the host reads the residual history every
-``check_every`` steps, one small copy, instead of synchronising each iteration.
+The graph goes to the device once (cached on the Graph object for later runs: the CSR
+once per device, edge values once per precision, the heavy-row segments once per
+threshold). Power steps are captured as a CUDA graph and replayed; the host reads the
+residual history once per replay, one small copy, instead of synchronising each step.
 """
 
 from __future__ import annotations
@@ -22,49 +23,55 @@ HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 
 
-def _heavy_segments(indptr: np.ndarray, threshold: int) -> dict[str, np.ndarray]:
-    """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces."""
+def _heavy_segments(indptr: np.ndarray, threshold: int) -> dict[str, Any]:
+    """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces
+    (``seg_row``/``begin``/``end``), their count, and the mean in-degree of the others."""
     deg = np.diff(indptr)
-    rows = np.flatnonzero(deg > threshold).astype(np.int64)
+    heavy = deg > threshold
+    rows = np.flatnonzero(heavy).astype(np.int64)
     nseg = -(-deg[rows] // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
     first = np.cumsum(nseg) - nseg
     within = np.arange(slot.size) - np.repeat(first, nseg)
     begin = indptr[rows][slot] + within * HEAVY_SEGMENT
     end = np.minimum(begin + HEAVY_SEGMENT, indptr[rows + 1][slot])
-    return {"rows": rows, "seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
-            "end": end.astype(indptr.dtype)}
+    light = deg[~heavy]
+    return {"seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
+            "end": end.astype(indptr.dtype), "n_heavy": int(rows.size),
+            "light_mean": float(light.mean()) if light.size else 1.0}
 
 
-def _device_arrays(graph: Graph, dtype: np.dtype, threshold: int) -> dict[str, Any]:
-    """The graph's CSR on the current device, uploaded once and kept on the Graph."""
+def _on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
+    """``build()`` uploaded once per device and ``key``, kept in the Graph's cache.
+
+    Raises DeviceMemoryError (what is needed, what is free) instead of letting CUDA run
+    out of memory half way through an upload.
+    """
     import cupy as cp
 
-    key = ("gpu", cp.cuda.Device().id, dtype.name, threshold)
-    cached = graph._cache.get(key)
-    if cached is not None:
-        return cached
-    vals = graph.transition_values()
-    need = graph.indptr.nbytes + graph.indices.nbytes + graph.n * (8 * 6 + 2 * dtype.itemsize)
-    if vals is not None:
-        need += vals.size * dtype.itemsize
-    free, _total = cp.cuda.runtime.memGetInfo()
-    pool_free = cp.get_default_memory_pool().free_bytes()
-    if need > free + pool_free:
-        raise DeviceMemoryError(need, free + pool_free, f"{graph!r}")
-    heavy = _heavy_segments(graph.indptr, threshold)
-    arrays = {
-        "n_heavy": int(heavy["rows"].size),
-        "heavy_seg_row": cp.asarray(heavy["seg_row"]),
-        "heavy_begin": cp.asarray(heavy["begin"]),
-        "heavy_end": cp.asarray(heavy["end"]),
-        "indptr": cp.asarray(graph.indptr),
-        "indices": cp.asarray(graph.indices),
-        "vals": None if vals is None else cp.asarray(vals.astype(dtype)),
-        "dangling": cp.asarray(graph.dangling),
-    }
-    graph._cache[key] = arrays
-    return arrays
+    full = ("gpu", cp.cuda.Device().id, *key)
+    cached = graph._cache.get(full)
+    if cached is None:
+        free, _total = cp.cuda.runtime.memGetInfo()
+        free += cp.get_default_memory_pool().free_bytes()
+        if nbytes > free:
+            raise DeviceMemoryError(nbytes, free, f"{graph!r}")
+        cached = graph._cache[full] = build()
+    return cached
+
+
+def _upload_csr(graph: Graph) -> dict[str, Any]:
+    """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs)."""
+    import cupy as cp
+
+    dangling = cp.asarray(graph.dangling)
+    if graph.weights is not None:  # the edge values already hold 1/out-weight
+        inv_out = cp.where(dangling, 0.0, 1.0)
+    else:
+        ow = cp.asarray(graph.out_weight)
+        inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
+    return {"indptr": cp.asarray(graph.indptr), "indices": cp.asarray(graph.indices),
+            "dangling": dangling, "inv_out": inv_out}
 
 
 class GPUOperator(PageRankOperator):
@@ -117,20 +124,27 @@ class GPUOperator(PageRankOperator):
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
         self.heavy_threshold = int(heavy_threshold)
-        self._g = _device_arrays(graph, self.dtype, self.heavy_threshold)
         n = self.n
+        # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
+        work = n * (8 * 6 + 2 * self.dtype.itemsize)
+        self._g = _on_device(graph, ("csr",), graph.indptr.nbytes + graph.indices.nbytes
+                             + 17 * n + work, lambda: _upload_csr(graph))
+        tv = graph.transition_values()
+        weighted = tv is not None
+        self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else _on_device(
+            graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
+            lambda: cp.asarray(tv.astype(self.dtype)))
+        self._heavy = _on_device(
+            graph, ("heavy", self.heavy_threshold), 24 * graph.num_edges // HEAVY_SEGMENT,
+            lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in _heavy_segments(graph.indptr, self.heavy_threshold).items()})
+        self._n_heavy = self._heavy["n_heavy"]
+        self._nseg = int(self._heavy["seg_row"].size)
+        self._inv_out = self._g["inv_out"]
         self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
         self._d = self._v if dangling is None else cp.asarray(dangling)
-        weighted = self._g["vals"] is not None
-        if weighted:
-            self._inv_out = cp.where(self._g["dangling"], 0.0, 1.0)
-        else:
-            ow = cp.asarray(graph.out_weight)
-            self._inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
         if lanes_per_row is None:
-            deg = np.diff(graph.indptr)
-            light = deg[deg <= self.heavy_threshold]
-            self._group = kernels.pick_group(light.mean() / 16 if light.size else 1.0)
+            self._group = kernels.pick_group(self._heavy["light_mean"] / 16)
         elif lanes_per_row in kernels.GROUPS:
             self._group = int(lanes_per_row)
         else:
@@ -142,8 +156,6 @@ class GPUOperator(PageRankOperator):
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         rows_per_block = _BLOCK // self._group
         self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
-        self._n_heavy = self._g["n_heavy"]
-        self._nseg = int(self._g["heavy_seg_row"].size)
         # per-row sums of the split rows (zero again after each step reads them)
         self._heavy_sum = cp.zeros(n if self._n_heavy else 1, dtype=np.float64)
         if self._n_heavy:
@@ -151,7 +163,9 @@ class GPUOperator(PageRankOperator):
                 graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
                 None)
             self._heavy_grid = int(min(-(-self._nseg // (_BLOCK // 32)), sms * 16))
-        self._empty_vals = cp.zeros(1, dtype=self.dtype)
+        # rows above this many in-links take the heavy path (none: no row does)
+        self._threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
+        self._weighted = weighted
 
     # -- operator primitives ----------------------------------------------------------
     def to_host(self, a: Any) -> np.ndarray:
@@ -172,19 +186,18 @@ class GPUOperator(PageRankOperator):
     def _pt(self):
         import cupyx.scipy.sparse as csp
 
-        if "pt" not in self._g:
+        if not hasattr(self, "_pt_matrix"):
             g = self.graph
-            vals = self._g["vals"]
-            data = vals.astype(np.float64) if vals is not None else self.xp.ones(
+            data = self._vals.astype(np.float64) if self._weighted else self.xp.ones(
                 g.num_edges, dtype=np.float64)
-            self._g["pt"] = csp.csr_matrix(
+            self._pt_matrix = csp.csr_matrix(
                 (data, self._g["indices"].astype(np.int32), self._g["indptr"].astype(np.int32)),
                 shape=(g.n, g.n),
             )
-        return self._g["pt"]
+        return self._pt_matrix
 
     def propagate(self, x: Any) -> Any:
-        if self._g["vals"] is not None:
+        if self._weighted:
             return self._pt() @ x
         return self._pt() @ (x * self._inv_out)
 
@@ -192,25 +205,22 @@ class GPUOperator(PageRankOperator):
     def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
               chunk_len, max_steps):
         """Queue one fused step (reads ``row_in``, accumulates into ``row_out``)."""
-        vals = self._g["vals"] if self._g["vals"] is not None else self._empty_vals
-        g = self._g
+        g, h = self._g, self._heavy
         if self._n_heavy:
             self._heavy_kernel(
                 (self._heavy_grid,), (_BLOCK,),
-                (np.int64(self._nseg), g["heavy_seg_row"], g["heavy_begin"], g["heavy_end"],
-                 g["indices"], vals, xs_in, self._heavy_sum, row_in,
-                 np.float64(self._tol_cmp), self._chunk, np.int64(step0),
-                 np.int64(chunk_len), np.int64(max_steps)),
+                (np.int64(self._nseg), h["seg_row"], h["begin"], h["end"], g["indices"],
+                 self._vals, xs_in, self._heavy_sum, row_in, np.float64(self._tol_cmp),
+                 self._chunk, np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
             )
-        threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
         self._kernel(
             (self._grid,), (_BLOCK,),
-            (np.int64(self.n), self._g["indptr"], self._g["indices"], vals, xs_in, x_in,
+            (np.int64(self.n), g["indptr"], g["indices"], self._vals, xs_in, x_in,
              self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
              self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
              np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
-             np.int64(step0), np.int64(chunk_len), np.int64(max_steps), np.int64(threshold),
-             self._heavy_sum),
+             np.int64(step0), np.int64(chunk_len), np.int64(max_steps),
+             np.int64(self._threshold), self._heavy_sum),
         )
 
     def power_steps(
