@@ -351,6 +351,21 @@ def generate(kind, size, out, seed, param) -> None:
                f"(generated in {t1 - t0:.2f} s, written in {time.perf_counter() - t1:.2f} s)")
 
 
+# commands kept in modules of their own: each defines a click command named ``command``
+_COMMAND_MODULES = (
+)
+
+
+def _add_commands() -> None:
+    from importlib import import_module
+
+    for module in _COMMAND_MODULES:
+        cli.add_command(import_module(module).command)
+
+
+_add_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, mapping errors to one line on stderr and an exit code."""
     try:

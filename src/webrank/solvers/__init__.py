@@ -53,6 +53,15 @@ def get_solver(name: str) -> SolverFn:
         raise ValueError(f"unknown method {name!r}; choose one of: {known}") from None
 
 
+# modules whose import registers their solvers (one line per module)
+_SOLVER_MODULES = (
+    "webrank.solvers.power",
+    "webrank.solvers.extrapolation",
+)
+
+
 def _load_all() -> None:
-    # importing the modules registers their solvers
-    from webrank.solvers import extrapolation, power  # noqa: F401
+    from importlib import import_module
+
+    for module in _SOLVER_MODULES:
+        import_module(module)
