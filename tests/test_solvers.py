@@ -13,6 +13,14 @@ from webrank.solvers import SOLVERS, get_solver
 get_solver("power")  # registers them all
 METHODS = sorted(SOLVERS)
 
+# options each method is run with in the contract test below (one line per method)
+METHOD_OPTIONS: dict[str, dict] = {
+    "aitken": {"period": 12},
+    "quadratic": {"period": 12},
+}
+# methods whose every iteration is exactly one power step (matvecs == iterations)
+POWER_LIKE = {"power", "aitken", "quadratic"}
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", METHODS)
@@ -21,12 +29,13 @@ def test_solver_meets_tolerance_against_exact(device, method, alpha):
     g = random_graph(17, 400, 2400, weighted=False, isolated=4)
     exact = exact_pagerank(g, alpha)
     r = webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, method=method,
-                         device=device, period=12) if method != "power" else \
-        webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, device=device)
+                         device=device, **METHOD_OPTIONS.get(method, {}))
     assert r.converged and r.method == method
     # within 10 * tol of the exact answer, scaled by the conditioning 1 / (1 - alpha)
     assert np.abs(r.scores - exact).sum() < 10 * 1e-10 / (1 - alpha)
-    assert r.matvecs == r.iterations == len(r.residuals)
+    assert r.matvecs >= 1 and len(r.residuals) == r.iterations
+    if method in POWER_LIKE:
+        assert r.matvecs == r.iterations
 
 
 @pytest.mark.parametrize("method", ["aitken", "quadratic"])
