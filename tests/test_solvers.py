@@ -19,13 +19,15 @@ METHOD_OPTIONS: dict[str, dict] = {
     "quadratic": {"period": 12},
 }
 # methods whose every iteration is exactly one power step (matvecs == iterations)
-POWER_LIKE = {"power", "aitken", "quadratic"}
+POWER_LIKE = {"power", "aitken", "quadratic", "hybrid"}
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("alpha", [0.85, 0.99])
 def test_solver_meets_tolerance_against_exact(device, method, alpha):
+    if device not in getattr(SOLVERS[method], "devices", ("cpu", "gpu")):
+        pytest.skip(f"{method} does not run on {device}")
     g = random_graph(17, 400, 2400, weighted=False, isolated=4)
     exact = exact_pagerank(g, alpha)
     r = webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, method=method,
@@ -58,3 +60,17 @@ def test_quadratic_saves_matvecs_on_a_slow_chain():
                          period=20)
     assert q.matvecs <= p.matvecs
     assert np.abs(p.scores - q.scores).sum() < 1e-7
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solver_refuses_a_device_it_cannot_use(method):
+    devices = getattr(SOLVERS[method], "devices", ("cpu", "gpu"))
+    if "cpu" in devices:
+        pytest.skip(f"{method} runs on the CPU")
+    with pytest.raises(ValueError, match="runs on device"):
+        webrank.pagerank(graph_of(SEED_SIX), method=method, device="cpu")
+
+
+def test_hybrid_options_are_refused_elsewhere():
+    with pytest.raises(ValueError, match="method='hybrid' only"):
+        webrank.pagerank(graph_of(SEED_SIX), device="cpu", gpu_links=4)

@@ -139,10 +139,11 @@ def pagerank(
     if x0 is None:
         x0 = np.full(n, 1.0 / n)
 
-    backend = resolve_device(device)
+    backend = _solver_device(method, solve, device)
+    kind = getattr(solve, "operator", backend)  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
-    op = make_operator(graph, device=backend, alpha=alpha, personalization=v, dangling=d,
-                       dtype=dtype, **_backend_options(options, backend))
+    op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
+                       dtype=dtype, **_backend_options(options, kind))
     x0_dev = op.asarray(x0)
     op.synchronize()
     t1 = time.perf_counter()
@@ -179,7 +180,22 @@ def pagerank(
 
 
 _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
-                    "heavy_threshold")
+                    "heavy_threshold", "gpu_links")
+_HYBRID_ONLY = ("gpu_links",)
+
+
+def _solver_device(method: str, solve: Any, device: str) -> str:
+    """The device ``method`` runs on for ``device``: a solver may name the devices it
+    supports in its ``devices`` attribute (default both); ValueError before any work
+    when it cannot run where asked."""
+    devices = getattr(solve, "devices", ("cpu", "gpu"))
+    if device == "auto" and len(devices) == 1:
+        device = devices[0]
+    backend = resolve_device(device)
+    if backend not in devices:
+        raise ValueError(f"method {method!r} runs on device {' or '.join(devices)} only, "
+                         f"not {backend!r}")
+    return backend
 
 
 _SOLVER_ARGS = {"op", "x0", "tol", "max_iter", "criterion", "callback"}
@@ -198,7 +214,10 @@ def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
 def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     """Pop the options meant for the backend rather than the solver."""
     picked = {k: options.pop(k) for k in _BACKEND_OPTIONS if k in options}
-    if backend != "gpu" and picked:
+    hybrid_only = sorted(set(picked) & set(_HYBRID_ONLY))
+    if backend != "hybrid" and hybrid_only:
+        raise ValueError(f"options {hybrid_only} apply to method='hybrid' only")
+    if backend == "cpu" and picked:
         raise ValueError(f"options {sorted(picked)} apply to device='gpu' only")
     return picked
 

@@ -95,7 +95,12 @@ def make_operator(
     dtype: str,
     **options: Any,
 ) -> PageRankOperator:
-    """The Google-matrix operator of ``graph`` on ``device`` ("cpu" or "gpu")."""
+    """The Google-matrix operator of ``graph`` on ``device``: "cpu", "gpu", or "hybrid"
+    (seed 002's CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
+    if device == "hybrid":
+        from webrank.backends.hybrid import HybridOperator
+
+        return HybridOperator(graph, alpha, personalization, dangling, dtype, **options)
     if device == "gpu":
         from webrank.backends.gpu import GPUOperator
 

@@ -23,18 +23,24 @@ HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 
 
-def _heavy_segments(indptr: np.ndarray, threshold: int) -> dict[str, Any]:
+def _heavy_segments(indptr: np.ndarray, threshold: int,
+                    head: int | None = None) -> dict[str, Any]:
     """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces
-    (``seg_row``/``begin``/``end``), their count, and the mean in-degree of the others."""
+    (``seg_row``/``begin``/``end``), their count, and the mean in-degree of the others.
+
+    ``head`` (the hybrid method) keeps only the first ``head`` in-links of each such row
+    on the GPU; the caller adds the rest of the row's sum itself.
+    """
     deg = np.diff(indptr)
     heavy = deg > threshold
     rows = np.flatnonzero(heavy).astype(np.int64)
-    nseg = -(-deg[rows] // HEAVY_SEGMENT)
+    covered = deg[rows] if head is None else np.minimum(deg[rows], head)
+    nseg = -(-covered // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
     first = np.cumsum(nseg) - nseg
     within = np.arange(slot.size) - np.repeat(first, nseg)
     begin = indptr[rows][slot] + within * HEAVY_SEGMENT
-    end = np.minimum(begin + HEAVY_SEGMENT, indptr[rows + 1][slot])
+    end = np.minimum(begin + HEAVY_SEGMENT, (indptr[rows] + covered)[slot])
     light = deg[~heavy]
     return {"seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
             "end": end.astype(indptr.dtype), "n_heavy": int(rows.size),
@@ -92,6 +98,9 @@ class GPUOperator(PageRankOperator):
         average in-degree of those rows.
     heavy_threshold : int, default HEAVY_THRESHOLD
         Rows with more in-links are summed by warps of their own (seed 002's imbalance).
+    gpu_links : int, optional
+        Only the first ``gpu_links`` in-links of a row are summed here; a subclass adds
+        the rest (seed 002's hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
     """
 
     name = "gpu"
@@ -109,6 +118,7 @@ class GPUOperator(PageRankOperator):
         use_graph: bool = True,
         lanes_per_row: int | None = None,
         heavy_threshold: int = HEAVY_THRESHOLD,
+        gpu_links: int | None = None,
     ) -> None:
         import cupy as cp
 
@@ -124,6 +134,9 @@ class GPUOperator(PageRankOperator):
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
         self.heavy_threshold = int(heavy_threshold)
+        if gpu_links is not None:
+            # every row that is cut must go through the per-row sums
+            self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
         n = self.n
         # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
         work = n * (8 * 6 + 2 * self.dtype.itemsize)
@@ -135,9 +148,11 @@ class GPUOperator(PageRankOperator):
             graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
             lambda: cp.asarray(tv.astype(self.dtype)))
         self._heavy = _on_device(
-            graph, ("heavy", self.heavy_threshold), 24 * graph.num_edges // HEAVY_SEGMENT,
+            graph, ("heavy", self.heavy_threshold, gpu_links),
+            24 * graph.num_edges // HEAVY_SEGMENT,
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
-                     for k, v in _heavy_segments(graph.indptr, self.heavy_threshold).items()})
+                     for k, v in _heavy_segments(graph.indptr, self.heavy_threshold,
+                                                 gpu_links).items()})
         self._n_heavy = self._heavy["n_heavy"]
         self._nseg = int(self._heavy["seg_row"].size)
         self._inv_out = self._g["inv_out"]
@@ -205,6 +220,12 @@ class GPUOperator(PageRankOperator):
     def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
               chunk_len, max_steps):
         """Queue one fused step (reads ``row_in``, accumulates into ``row_out``)."""
+        self._launch_heavy(xs_in, row_in, step0, chunk_len, max_steps)
+        self._launch_fused(xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+                           chunk_len, max_steps)
+
+    def _launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps):
+        """Queue the warps that sum the split rows into ``self._heavy_sum``."""
         g, h = self._g, self._heavy
         if self._n_heavy:
             self._heavy_kernel(
@@ -213,6 +234,11 @@ class GPUOperator(PageRankOperator):
                  self._vals, xs_in, self._heavy_sum, row_in, np.float64(self._tol_cmp),
                  self._chunk, np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
             )
+
+    def _launch_fused(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+                      chunk_len, max_steps):
+        """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
+        g = self._g
         self._kernel(
             (self._grid,), (_BLOCK,),
             (np.int64(self.n), g["indptr"], g["indices"], self._vals, xs_in, x_in,

@@ -159,6 +159,38 @@ def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, ma
     return float(res), float(t[inv_out == 0].sum()), float(t.sum())
 
 
+if HAVE_NUMBA:
+
+    @njit(parallel=True, cache=True, nogil=True)
+    def _row_range_sums_numba(begin, end, indices, vals, xs, out):  # pragma: no cover
+        weighted = vals.size > 0
+        for r in prange(begin.size):
+            acc = 0.0
+            for k in range(begin[r], end[r]):
+                if weighted:
+                    acc += np.float64(vals[k]) * np.float64(xs[indices[k]])
+                else:
+                    acc += np.float64(xs[indices[k]])
+            out[r] = acc
+
+
+def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
+                   vals: np.ndarray, xs: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[r] = sum of (vals[k] *) xs[indices[k]] for k in [begin[r], end[r])``.
+
+    Parts of CSR rows summed in parallel, without the GIL (the hybrid method runs this
+    while the GPU works). ``vals`` is empty for unweighted graphs. Returns ``out``.
+    """
+    if HAVE_NUMBA:
+        _row_range_sums_numba(begin, end, indices, vals, xs, out)
+        return out
+    for r in range(begin.size):  # pragma: no cover - only without numba
+        sl = slice(begin[r], end[r])
+        g = xs[indices[sl]].astype(np.float64)
+        out[r] = (vals[sl] * g).sum() if vals.size else g.sum()
+    return out
+
+
 def default_chunks() -> int:
     """Chunks per step: several per thread so uneven rows balance out
     (``WEBRANK_CPU_CHUNKS`` overrides, for experiments)."""

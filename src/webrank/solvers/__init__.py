@@ -57,6 +57,7 @@ def get_solver(name: str) -> SolverFn:
 _SOLVER_MODULES = (
     "webrank.solvers.power",
     "webrank.solvers.extrapolation",
+    "webrank.solvers.hybrid",
 )
 
 

@@ -1,0 +1,108 @@
+"""Seed 002's hybrid engine: the GPU sums the first N in-links of every page, the CPU the
+rest, at the same time; the partial sums are added before the step finishes.
+
+Seed 002 (CUDA and Cell, LAW web graphs) proposed the split because a few pages have
+in-degrees in the hundreds of thousands: a GPU thread per row waits on them while the CPU
+could take the long tails. Each step here
+
+1. copies ``xs = x / out`` of the current iterate to pinned host memory (n values);
+2. queues the GPU part: rows of at most ``gpu_links`` in-links whole, and the first
+   ``gpu_links`` in-links of longer rows (warps of 256-edge segments, as the GPU engine
+   splits heavy rows);
+3. meanwhile sums the remaining in-links of the long rows on the CPU (Numba, all cores);
+4. uploads those tail sums, adds them to the rows' sums and runs the fused step (dangling
+   and teleport terms, residual) on the GPU.
+
+The pure-GPU engine already balances long rows on the device (see
+:mod:`webrank.kernels.cuda`), so the split cannot beat it on one GPU: every step pays a
+host round trip and an n-vector copy over PCIe. It is kept as ``method="hybrid"`` to
+measure the seed's design honestly (``webrank bench seed-hybrid``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.gpu import GPUOperator
+from webrank.graph import Graph
+from webrank.kernels import cpu as cpu_kernels
+
+DEFAULT_GPU_LINKS = 1024  # in-links per row left to the GPU when none is given
+
+
+class HybridOperator(GPUOperator):
+    """GPU operator whose long rows are finished on the CPU every step (seed 002).
+
+    Parameters
+    ----------
+    gpu_links : int, default DEFAULT_GPU_LINKS
+        N: the GPU sums the first N in-links of every row, the CPU the rest. Larger N
+        leaves less to the CPU; with N above the largest in-degree nothing is.
+
+    Other parameters are those of :class:`~webrank.backends.gpu.GPUOperator`; CUDA graphs
+    are off (the host takes part in every step).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
+                 dangling: np.ndarray | None, dtype: str, *,
+                 gpu_links: int = DEFAULT_GPU_LINKS, **options: Any) -> None:
+        import cupy as cp
+        import cupyx
+
+        if isinstance(gpu_links, bool) or not isinstance(gpu_links, int | np.integer) \
+                or gpu_links < 1:
+            raise ValueError(f"gpu_links must be a positive integer, not {gpu_links!r}")
+        for fixed in ("use_graph", "check_every"):
+            if fixed in options:
+                raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
+        super().__init__(graph, alpha, personalization, dangling, dtype, use_graph=False,
+                         check_every=1, gpu_links=int(gpu_links), **options)
+        self.gpu_links = int(gpu_links)
+        indptr = np.asarray(graph.indptr)
+        deg = np.diff(indptr)
+        rows = np.flatnonzero(deg > self.gpu_links)
+        self._tail_begin = (indptr[rows] + self.gpu_links).astype(np.int64)
+        self._tail_end = indptr[rows + 1].astype(np.int64)
+        self._indices_host = np.asarray(graph.indices)
+        tv = graph.transition_values()
+        self._vals_host = np.zeros(0, dtype=self.dtype) if tv is None else tv.astype(self.dtype)
+        self._tail_rows = cp.asarray(rows)
+        self._xs_host = cupyx.empty_pinned(self.n, dtype=self.dtype)
+        self._tail_host = cupyx.empty_pinned(rows.size, dtype=np.float64)
+        self._tail_dev = cp.empty(rows.size, dtype=np.float64)
+        total = int(deg.sum())
+        self.stats: dict[str, Any] = {
+            "gpu_links": self.gpu_links,
+            "cpu_rows": int(rows.size),
+            "cpu_edge_share": float((self._tail_end - self._tail_begin).sum() / total)
+            if total else 0.0,
+            "cpu_seconds": 0.0,
+            "wait_seconds": 0.0,
+            "steps": 0,
+        }
+
+    def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+              chunk_len, max_steps):
+        """One step with the long rows' tails summed on the CPU while the GPU works."""
+        self.stats["steps"] += 1
+        if not self._tail_begin.size:
+            return super()._step(xs_in, x_in, row_in, row_out, delta, x_out, xs_out,
+                                 step0, chunk_len, max_steps)
+        t0 = time.perf_counter()
+        xs_in.get(stream=self._stream, out=self._xs_host)  # waits for the previous step
+        t1 = time.perf_counter()
+        self._launch_heavy(xs_in, row_in, step0, chunk_len, max_steps)  # GPU: the heads
+        cpu_kernels.row_range_sums(self._tail_begin, self._tail_end, self._indices_host,
+                                   self._vals_host, self._xs_host, self._tail_host)
+        t2 = time.perf_counter()
+        self._tail_dev.set(self._tail_host, stream=self._stream)
+        self._heavy_sum[self._tail_rows] += self._tail_dev  # rows are distinct
+        self._launch_fused(xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+                           chunk_len, max_steps)
+        self.stats["wait_seconds"] += t1 - t0
+        self.stats["cpu_seconds"] += t2 - t1
