@@ -322,6 +322,24 @@ class Graph:
             self._cache["tvalues"] = v
         return self._cache["tvalues"]
 
+    @property
+    def on_gpu(self) -> bool:
+        """True for a graph whose arrays live on the GPU (CuPy arrays), as
+        :func:`webrank.backends.gpu_build.graph_on_device` builds them."""
+        return type(self.indptr).__module__.split(".")[0] == "cupy"
+
+    def to_host(self) -> Graph:
+        """This graph with NumPy arrays (itself when already on the host)."""
+        if not self.on_gpu:
+            return self
+
+        def host(a: Any) -> Any:
+            return None if a is None else a.get()
+
+        return Graph(indptr=host(self.indptr), indices=host(self.indices),
+                     out_weight=host(self.out_weight), weights=host(self.weights),
+                     labels=self.labels, name=self.name)
+
     def nbytes(self) -> int:
         """Bytes held by the CSR, weights, degrees and labels."""
         parts = [self.indptr, self.indices, self.out_weight, self.weights, self.labels]

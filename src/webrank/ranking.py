@@ -140,6 +140,9 @@ def pagerank(
         x0 = np.full(n, 1.0 / n)
 
     backend = _solver_device(method, solve, device)
+    if graph.on_gpu and backend == "cpu":
+        raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
+                         "graph.to_host() for the CPU")
     kind = getattr(solve, "operator", backend)  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
     op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
@@ -180,7 +183,7 @@ def pagerank(
 
 
 _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
-                    "heavy_threshold", "gpu_links")
+                    "heavy_threshold", "gpu_links", "reorder")
 _HYBRID_ONLY = ("gpu_links",)
 
 

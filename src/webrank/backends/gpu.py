@@ -21,6 +21,7 @@ _BLOCK = 256
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
+REORDERINGS = (None, "out-degree")
 
 
 def _heavy_segments(indptr: np.ndarray, threshold: int,
@@ -31,20 +32,39 @@ def _heavy_segments(indptr: np.ndarray, threshold: int,
     ``head`` (the hybrid method) keeps only the first ``head`` in-links of each such row
     on the GPU; the caller adds the rest of the row's sum itself.
     """
-    deg = np.diff(indptr)
+    xp = _array_module(indptr)
+    deg = xp.diff(indptr)
     heavy = deg > threshold
-    rows = np.flatnonzero(heavy).astype(np.int64)
-    covered = deg[rows] if head is None else np.minimum(deg[rows], head)
+    light = deg[~heavy]
+    light_mean = float(light.mean()) if light.size else 1.0
+    rows_dev = xp.flatnonzero(heavy)
+    # the heavy rows are few (thousands): cut them on the host
+    rows = _host(rows_dev).astype(np.int64)
+    row_begin = _host(indptr[rows_dev]).astype(np.int64)
+    row_deg = _host(deg[rows_dev]).astype(np.int64)
+    covered = row_deg if head is None else np.minimum(row_deg, head)
     nseg = -(-covered // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
     first = np.cumsum(nseg) - nseg
     within = np.arange(slot.size) - np.repeat(first, nseg)
-    begin = indptr[rows][slot] + within * HEAVY_SEGMENT
-    end = np.minimum(begin + HEAVY_SEGMENT, (indptr[rows] + covered)[slot])
-    light = deg[~heavy]
+    begin = row_begin[slot] + within * HEAVY_SEGMENT
+    end = np.minimum(begin + HEAVY_SEGMENT, (row_begin + covered)[slot])
     return {"seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
             "end": end.astype(indptr.dtype), "n_heavy": int(rows.size),
-            "light_mean": float(light.mean()) if light.size else 1.0}
+            "light_mean": light_mean}
+
+
+def _array_module(a: Any) -> Any:
+    """NumPy or CuPy, whichever ``a`` belongs to (CuPy imported only for its arrays)."""
+    if type(a).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def _host(a: Any) -> np.ndarray:
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
 def _on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
@@ -64,6 +84,19 @@ def _on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
             raise DeviceMemoryError(nbytes, free, f"{graph!r}")
         cached = graph._cache[full] = build()
     return cached
+
+
+def _gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
+    """``(pos, gather_indices)``: node j's slot in the gathered vector and the in-link
+    indices relabelled to those slots. ``"out-degree"``: slots by decreasing out-degree
+    (ties by id), so the most-read entries share cache lines and stay in L2."""
+    import cupy as cp
+
+    out_degree = cp.bincount(indices, minlength=n)
+    order = cp.argsort(-out_degree.astype(cp.int64))  # CuPy's sort is stable (radix)
+    pos = cp.empty(n, dtype=indices.dtype)
+    pos[order] = cp.arange(n, dtype=indices.dtype)
+    return pos, pos[indices]
 
 
 def _upload_csr(graph: Graph) -> dict[str, Any]:
@@ -101,6 +134,12 @@ class GPUOperator(PageRankOperator):
     gpu_links : int, optional
         Only the first ``gpu_links`` in-links of a row are summed here; a subclass adds
         the rest (seed 002's hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
+    reorder : {None, "out-degree"}, default None
+        Store the gathered vector ``xs`` in another node order to make the gathers hit
+        the cache: ``"out-degree"`` packs the nodes most read (the most out-links) at
+        the front, so the hot part of ``xs`` stays in L2 (hub clustering). A one-off
+        relabelling of the in-link indices on the device (cached on the graph), undone
+        nowhere because ``x`` itself keeps the graph's order.
     """
 
     name = "gpu"
@@ -119,6 +158,7 @@ class GPUOperator(PageRankOperator):
         lanes_per_row: int | None = None,
         heavy_threshold: int = HEAVY_THRESHOLD,
         gpu_links: int | None = None,
+        reorder: str | None = None,
     ) -> None:
         import cupy as cp
 
@@ -133,6 +173,8 @@ class GPUOperator(PageRankOperator):
         self.use_graph = bool(use_graph)
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
+        if reorder not in REORDERINGS:
+            raise ValueError(f"reorder must be one of {REORDERINGS}, not {reorder!r}")
         self.heavy_threshold = int(heavy_threshold)
         if gpu_links is not None:
             # every row that is cut must go through the per-row sums
@@ -140,8 +182,9 @@ class GPUOperator(PageRankOperator):
         n = self.n
         # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
         work = n * (8 * 6 + 2 * self.dtype.itemsize)
-        self._g = _on_device(graph, ("csr",), graph.indptr.nbytes + graph.indices.nbytes
-                             + 17 * n + work, lambda: _upload_csr(graph))
+        csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
+        self._g = _on_device(graph, ("csr",), csr_bytes + 17 * n + work,
+                             lambda: _upload_csr(graph))
         tv = graph.transition_values()
         weighted = tv is not None
         self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else _on_device(
@@ -153,6 +196,14 @@ class GPUOperator(PageRankOperator):
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
                      for k, v in _heavy_segments(graph.indptr, self.heavy_threshold,
                                                  gpu_links).items()})
+        self.reorder = reorder
+        if reorder is None:
+            self._gather_indices = self._g["indices"]
+            self._xs_pos = cp.zeros(1, dtype=self._gather_indices.dtype)
+        else:
+            self._xs_pos, self._gather_indices = _on_device(
+                graph, ("reorder", reorder), 4 * graph.num_edges + 4 * n,
+                lambda: _gather_order(self._g["indices"], n, reorder))
         self._n_heavy = self._heavy["n_heavy"]
         self._nseg = int(self._heavy["seg_row"].size)
         self._inv_out = self._g["inv_out"]
@@ -181,6 +232,15 @@ class GPUOperator(PageRankOperator):
         # rows above this many in-links take the heavy path (none: no row does)
         self._threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
         self._weighted = weighted
+
+    def _gather_vector(self, x: Any) -> Any:
+        """``x / out_degree`` in the storage dtype and in the gather order."""
+        xs = (x * self._inv_out).astype(self.dtype)
+        if self.reorder is None:
+            return xs
+        out = self.xp.empty_like(xs)
+        out[self._xs_pos] = xs
+        return out
 
     # -- operator primitives ----------------------------------------------------------
     def to_host(self, a: Any) -> np.ndarray:
@@ -226,12 +286,13 @@ class GPUOperator(PageRankOperator):
 
     def _launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps):
         """Queue the warps that sum the split rows into ``self._heavy_sum``."""
-        g, h = self._g, self._heavy
+        h = self._heavy
         if self._n_heavy:
             self._heavy_kernel(
                 (self._heavy_grid,), (_BLOCK,),
-                (np.int64(self._nseg), h["seg_row"], h["begin"], h["end"], g["indices"],
-                 self._vals, xs_in, self._heavy_sum, row_in, np.float64(self._tol_cmp),
+                (np.int64(self._nseg), h["seg_row"], h["begin"], h["end"],
+                 self._gather_indices, self._vals, xs_in, self._heavy_sum, row_in,
+                 np.float64(self._tol_cmp),
                  self._chunk, np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
             )
 
@@ -241,12 +302,13 @@ class GPUOperator(PageRankOperator):
         g = self._g
         self._kernel(
             (self._grid,), (_BLOCK,),
-            (np.int64(self.n), g["indptr"], g["indices"], self._vals, xs_in, x_in,
+            (np.int64(self.n), g["indptr"], self._gather_indices, self._vals, xs_in, x_in,
              self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
              self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
              np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
              np.int64(step0), np.int64(chunk_len), np.int64(max_steps),
-             np.int64(self._threshold), self._heavy_sum),
+             np.int64(self._threshold), self._heavy_sum, np.int32(self.reorder is not None),
+             self._xs_pos),
         )
 
     def power_steps(
@@ -260,7 +322,7 @@ class GPUOperator(PageRankOperator):
         self._tol_cmp = tol * tol if criterion == "l2" else tol
         with self._stream:
             x0 = cp.array(x, dtype=np.float64)
-            xs0 = (x0 * self._inv_out).astype(self.dtype)
+            xs0 = self._gather_vector(x0)
             xb = [cp.empty_like(x0), cp.empty_like(x0)]
             xsb = [cp.empty_like(xs0), cp.empty_like(xs0)]
             B = self.graph_steps
@@ -275,7 +337,7 @@ class GPUOperator(PageRankOperator):
             if self.delta_steps:
                 # from now on gather (x_s - x_{s-1}) / out (see kernels.cpu.fused_step)
                 d1 = xb[0] - x0
-                xsb[0][...] = d1 * self._inv_out
+                xsb[0][...] = self._gather_vector(d1)
                 hist[1, 1] = d1[self._g["dangling"]].sum()
                 hist[1, 2] = d1.sum()
             delta = self.delta_steps

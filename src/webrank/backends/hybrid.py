@@ -57,19 +57,20 @@ class HybridOperator(GPUOperator):
         if isinstance(gpu_links, bool) or not isinstance(gpu_links, int | np.integer) \
                 or gpu_links < 1:
             raise ValueError(f"gpu_links must be a positive integer, not {gpu_links!r}")
-        for fixed in ("use_graph", "check_every"):
+        for fixed in ("use_graph", "check_every", "reorder"):
             if fixed in options:
                 raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
         super().__init__(graph, alpha, personalization, dangling, dtype, use_graph=False,
                          check_every=1, gpu_links=int(gpu_links), **options)
         self.gpu_links = int(gpu_links)
-        indptr = np.asarray(graph.indptr)
+        host = graph.to_host()  # the CPU's share reads the host CSR
+        indptr = host.indptr
         deg = np.diff(indptr)
         rows = np.flatnonzero(deg > self.gpu_links)
         self._tail_begin = (indptr[rows] + self.gpu_links).astype(np.int64)
         self._tail_end = indptr[rows + 1].astype(np.int64)
-        self._indices_host = np.asarray(graph.indices)
-        tv = graph.transition_values()
+        self._indices_host = host.indices
+        tv = host.transition_values()
         self._vals_host = np.zeros(0, dtype=self.dtype) if tv is None else tv.astype(self.dtype)
         self._tail_rows = cp.asarray(rows)
         self._xs_host = cupyx.empty_pinned(self.n, dtype=self.dtype)

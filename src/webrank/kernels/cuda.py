@@ -108,7 +108,8 @@ __global__ void wr_fused_step(
     const int crit, const double tol_cmp, const int delta,
     double* __restrict__ x_out, T* __restrict__ xs_out,
     const unsigned long long* __restrict__ chunk, const i64 step0, const i64 chunk_len,
-    const i64 max_steps, const i64 heavy_threshold, double* __restrict__ heavy_sum)
+    const i64 max_steps, const i64 heavy_threshold, double* __restrict__ heavy_sum,
+    const int permuted, const IX* __restrict__ xs_pos)
 {
     if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
     const double dm = acc_prev[1];
@@ -155,7 +156,8 @@ __global__ void wr_fused_step(
                 x_out[row] = t;
             }
             const double s = inv_out[row];
-            xs_out[row] = (T)(t * s);
+            // a reordered graph gathers xs in its own order (see backends.gpu, reorder)
+            xs_out[permuted ? (i64)xs_pos[row] : row] = (T)(t * s);
             if (s == 0.0) dmass += t;
             tmass += t;
             if (crit == 0) res += diff;
