@@ -243,8 +243,8 @@ def _cusparse_matrix(ctx: Any, g: Any, dtype: Any):
 class _TorchCSR:
     """torch.sparse CSR sharing the device arrays (DLPack), with a ``@`` for CuPy vectors."""
 
-    def __init__(self, torch: Any, mat: Any) -> None:
-        self.torch, self.mat, self.dtype = torch, mat, mat.dtype
+    def __init__(self, torch: Any, mat: Any, dtype: Any) -> None:
+        self.torch, self.mat, self.dtype = torch, mat, np.dtype(dtype)
 
     def __matmul__(self, x: Any) -> Any:
         import cupy as cp
@@ -265,11 +265,11 @@ def _torch_matrix(ctx: Any, g: Any, dtype: Any):
         col = torch.from_dlpack(cp.asarray(g.indices, np.int64))
         mat = torch.sparse_csr_tensor(crow, col, vals, size=(g.n, g.n))
         x = cp.ones(g.n, dtype=dtype)
-        _TorchCSR(torch, mat) @ x
+        _TorchCSR(torch, mat, dtype) @ x
     except Exception as exc:  # an old torch, or no CUDA build of it
         ctx.skip("torch.sparse baseline", f"{type(exc).__name__}: {exc}"[:200])
         return None
-    return _TorchCSR(torch, mat)
+    return _TorchCSR(torch, mat, dtype)
 
 
 def _seed_step(a: Any, x: Any, dangling_mask: Any, n: int):
