@@ -21,7 +21,10 @@ _BLOCK = 256
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
-REORDERINGS = (None, "out-degree")
+REORDERINGS = (None, "auto", "out-degree")
+# "auto" reorders graphs with at least this many edges: R-MAT 20 and up (H100: scale 26
+# 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
+REORDER_MIN_EDGES = 2**24
 
 
 def _heavy_segments(indptr: np.ndarray, threshold: int,
@@ -134,12 +137,13 @@ class GPUOperator(PageRankOperator):
     gpu_links : int, optional
         Only the first ``gpu_links`` in-links of a row are summed here; a subclass adds
         the rest (seed 002's hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
-    reorder : {None, "out-degree"}, default None
+    reorder : {"auto", None, "out-degree"}, default "auto"
         Store the gathered vector ``xs`` in another node order to make the gathers hit
         the cache: ``"out-degree"`` packs the nodes most read (the most out-links) at
         the front, so the hot part of ``xs`` stays in L2 (hub clustering). A one-off
-        relabelling of the in-link indices on the device (cached on the graph), undone
-        nowhere because ``x`` itself keeps the graph's order.
+        relabelling of the in-link indices on the device (about 6 steps' time, cached
+        on the graph); nothing to undo, as ``x`` itself keeps the graph's order.
+        ``"auto"``: out-degree order for graphs of REORDER_MIN_EDGES edges or more.
     """
 
     name = "gpu"
@@ -158,7 +162,7 @@ class GPUOperator(PageRankOperator):
         lanes_per_row: int | None = None,
         heavy_threshold: int = HEAVY_THRESHOLD,
         gpu_links: int | None = None,
-        reorder: str | None = None,
+        reorder: str | None = "auto",
     ) -> None:
         import cupy as cp
 
@@ -196,6 +200,8 @@ class GPUOperator(PageRankOperator):
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
                      for k, v in _heavy_segments(graph.indptr, self.heavy_threshold,
                                                  gpu_links).items()})
+        if reorder == "auto":
+            reorder = "out-degree" if graph.num_edges >= REORDER_MIN_EDGES else None
         self.reorder = reorder
         if reorder is None:
             self._gather_indices = self._g["indices"]
@@ -380,4 +386,137 @@ class GPUOperator(PageRankOperator):
             residuals = np.sqrt(residuals)
         self.matvecs += steps
         return StepsResult(x=xb[(steps - 1) % 2], residuals=residuals,
+                           converged=stop is not None)
+
+    # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
+    def adaptive_steps(
+        self, x: Any, rows: Any, calm: Any, *, steps: int, theta: float, tol: float,
+        criterion: str,
+    ) -> StepsResult:
+        from webrank.kernels import cuda_adaptive
+
+        cp = self.xp
+        if self.dtype != np.float64:
+            raise ValueError("adaptive steps gather float64 (dtype='float64')")
+        crit = _CRIT[criterion]
+        tol_cmp = tol * tol if criterion == "l2" else tol
+        g = self._g
+        ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        with self._stream:
+            # both buffers hold x, so the rows not in `rows` keep their value in either
+            x_cur = cp.array(x, dtype=np.float64)
+            x_new = x_cur.copy()
+            xs_cur = x_cur * self._inv_out
+            xs_new = xs_cur.copy()
+            rows = cp.asarray(rows, dtype=np.int64)
+            heavy = (g["indptr"][rows + 1] - g["indptr"][rows]) > self.heavy_threshold
+            heavy_rows, light_rows = rows[heavy], rows[~heavy]
+            n_heavy, n_light = int(heavy_rows.size), int(light_rows.size)
+            # row s: (residual, dangling mass of x_{s-1}, change of it in step s)
+            acc = cp.zeros((steps + 1, 3), dtype=np.float64)
+            acc[0, 0] = np.inf
+            acc[0, 1] = x_cur[g["dangling"]].sum()
+            light_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, self._group)
+            block_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, None)
+            light_grid = int(min(max(1, -(-n_light // (_BLOCK // self._group))), sms * 16))
+            heavy_grid = int(min(max(1, n_heavy), sms * 8))
+            bufs = ((x_cur, xs_cur), (x_new, xs_new))
+            for s in range(1, steps + 1):
+                (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
+                common = (np.int64(self.n), g["indptr"], g["indices"], self._vals, xs_in,
+                          x_in, self._v, self._d, np.int32(self.uniform_v),
+                          np.int32(self.uniform_d), self._inv_out, np.float64(self.alpha),
+                          np.float64(theta), calm, acc[s - 1], acc[s], np.int32(crit),
+                          np.float64(tol_cmp), x_out, xs_out)
+                if n_heavy:
+                    block_kernel((heavy_grid,), (cuda_adaptive.BLOCK,),
+                                 (np.int64(n_heavy), heavy_rows, *common))
+                if n_light:
+                    light_kernel((light_grid,), (_BLOCK,),
+                                 (np.int64(n_light), light_rows, *common))
+            res = cp.asnumpy(acc[1:, 0])  # the one sync of the call
+        below = np.flatnonzero(res < tol_cmp)
+        done = int(below[0]) + 1 if below.size else steps
+        residuals = np.sqrt(res[:done]) if crit == 1 else res[:done]
+        self.matvecs += done
+        return StepsResult(x=bufs[done % 2][0], residuals=residuals, converged=bool(below.size))
+
+    def fixed_steps(
+        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
+        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
+        callback: Any = None,
+    ) -> StepsResult:
+        from webrank.kernels import cuda_fixed
+
+        cp = self.xp
+        n = self.n
+        crit = _CRIT[criterion]
+        ulp = 2.0 ** -63  # one Q1.63 unit
+        tol_cmp = (tol / ulp) ** 2 if criterion == "l2" else tol / ulp
+        g = self._g
+        ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
+        weighted = int(edge_vals.size) > 0
+        # the whole of every heavy row (the hybrid method's operator cuts them short)
+        heavy = _on_device(
+            self.graph, ("heavy", self.heavy_threshold, None),
+            24 * self.graph.num_edges // HEAVY_SEGMENT,
+            lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in _heavy_segments(self.graph.indptr, self.heavy_threshold,
+                                                 None).items()})
+        n_heavy, nseg = heavy["n_heavy"], int(heavy["seg_row"].size)
+        threshold = self.heavy_threshold if n_heavy else np.iinfo(np.int64).max
+        step_kernel = cuda_fixed.get_kernel("step", ip, ix, weighted, product, self._group)
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        vals = edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
+        dist_k = dist if int(dist.size) else cp.zeros(1, dtype=np.uint64)
+        with self._stream:
+            x_cur = cp.array(x, dtype=np.uint64)
+            x_new = cp.empty_like(x_cur)
+            xs_cur = cp.empty_like(x_cur)
+            xs_new = cp.empty_like(x_cur)
+            cuda_fixed.get_kernel("scale", ip, ix, weighted, product)(
+                (self._grid,), (_BLOCK,), (np.int64(n), x_cur, node_scale, xs_cur))
+            heavy_sum = cp.zeros(n if n_heavy else 1, dtype=np.uint64)
+            if n_heavy:
+                heavy_kernel = cuda_fixed.get_kernel("heavy", ip, ix, weighted, product)
+                heavy_grid = int(min(-(-nseg // (_BLOCK // 32)), sms * 16))
+            # entry s: residual (ulps) of step s and the dangling mass of x_s (Q1.63)
+            res_hist = cp.zeros(max_steps + 1, dtype=np.float64)
+            res_hist[0] = np.inf
+            dm_hist = cp.zeros(max_steps + 1, dtype=np.uint64)
+            dm_hist[0] = x_cur[g["dangling"]].sum()
+            bufs = ((x_cur, xs_cur), (x_new, xs_new))
+            done, stop = 0, None
+            while stop is None and done < max_steps:
+                last = min(done + self.check_every, max_steps)
+                for s in range(done + 1, last + 1):
+                    (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
+                    if n_heavy:
+                        heavy_kernel(
+                            (heavy_grid,), (_BLOCK,),
+                            (np.int64(nseg), heavy["seg_row"], heavy["begin"], heavy["end"],
+                             g["indices"], vals, xs_in, x_in, heavy_sum,
+                             res_hist[s - 1 : s], np.float64(tol_cmp)))
+                    step_kernel(
+                        (self._grid,), (_BLOCK,),
+                        (np.int64(n), g["indptr"], g["indices"], vals, xs_in, x_in,
+                         node_scale, tele, np.int32(int(tele.size) == 1), dist_k,
+                         np.int32(int(dist.size) == 0), np.uint64(alpha_q),
+                         res_hist[s - 1 : s], dm_hist[s - 1 : s], res_hist[s : s + 1],
+                         dm_hist[s : s + 1], np.int32(crit), np.float64(tol_cmp), x_out,
+                         xs_out, np.int64(threshold), heavy_sum))
+                res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
+                below = np.flatnonzero(res < tol_cmp)
+                if below.size:
+                    stop = done + 1 + int(below[0])
+                if callback is not None:
+                    r = res[below[0]] if below.size else res[-1]
+                    callback(stop or last, float((np.sqrt(r) if crit == 1 else r) * ulp))
+                done = last
+            steps = stop if stop is not None else done
+            residuals = cp.asnumpy(res_hist[1 : steps + 1])
+        residuals = (np.sqrt(residuals) if crit == 1 else residuals) * ulp
+        self.matvecs += steps
+        return StepsResult(x=bufs[steps % 2][0], residuals=residuals,
                            converged=stop is not None)

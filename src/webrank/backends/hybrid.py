@@ -60,8 +60,9 @@ class HybridOperator(GPUOperator):
         for fixed in ("use_graph", "check_every", "reorder"):
             if fixed in options:
                 raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
+        # the CPU's share gathers from the host CSR in the graph's own order
         super().__init__(graph, alpha, personalization, dangling, dtype, use_graph=False,
-                         check_every=1, gpu_links=int(gpu_links), **options)
+                         check_every=1, gpu_links=int(gpu_links), reorder=None, **options)
         self.gpu_links = int(gpu_links)
         host = graph.to_host()  # the CPU's share reads the host CSR
         indptr = host.indptr
