@@ -23,27 +23,28 @@ from webrank.errors import (
     GraphFormatError,
     WebrankError,
 )
-from webrank.graph import Graph
 
 __version__ = "0.1.0"
 
 # name -> module that defines it; imported on first use (PEP 562)
 _LAZY = {
+    "Graph": "webrank.graph",
     "load": "webrank.io",
     "save_graph": "webrank.io",
     "pagerank": "webrank.ranking",
+    "personalized_pagerank": "webrank.personalized",
     "PageRankResult": "webrank.result",
     "compare": "webrank.metrics",
     "gpu_available": "webrank.backends",
     "datasets": "webrank.datasets",
     "generate": "webrank.generate",
+    "update": "webrank.incremental",
 }
 
 __all__ = [
     "ConvergenceError",
     "DeviceMemoryError",
     "DeviceUnavailableError",
-    "Graph",
     "GraphFormatError",
     "WebrankError",
     "__version__",
