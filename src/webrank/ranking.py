@@ -136,8 +136,6 @@ def pagerank(
     v = _distribution(personalization, graph, "personalization")
     d = _distribution(dangling, graph, "dangling")
     x0 = _distribution(nstart, graph, "nstart")
-    if x0 is None:
-        x0 = np.full(n, 1.0 / n)
 
     backend = _solver_device(method, solve, device)
     if graph.on_gpu and backend == "cpu":
@@ -147,7 +145,8 @@ def pagerank(
     t0 = time.perf_counter()
     op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
                        dtype=dtype, **_backend_options(options, kind))
-    x0_dev = op.asarray(x0)
+    # the uniform start is made where it is used (no n-vector copy to the device)
+    x0_dev = op.xp.full(n, 1.0 / n) if x0 is None else op.asarray(x0)
     op.synchronize()
     t1 = time.perf_counter()
     out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
@@ -158,7 +157,7 @@ def pagerank(
     scores = op.to_host(out.x).astype(np.float64, copy=False)
     total = scores.sum()
     if total > 0:
-        scores = scores / total
+        scores /= total  # a fresh array or the solver's own: no copy of n floats
     result = PageRankResult(
         scores=scores,
         iterations=out.iterations,
@@ -194,10 +193,12 @@ def _solver_device(method: str, solve: Any, device: str) -> str:
     devices = getattr(solve, "devices", ("cpu", "gpu"))
     if device == "auto" and len(devices) == 1:
         device = devices[0]
-    backend = resolve_device(device)
+    # an explicit device the method cannot use is refused before probing for a GPU
+    backend = device if device in ("cpu", "gpu") else resolve_device(device)
     if backend not in devices:
         raise ValueError(f"method {method!r} runs on device {' or '.join(devices)} only, "
-                         f"not {backend!r}")
+                         f"not {backend!r}{getattr(solve, 'device_note', '')}")
+    backend = resolve_device(backend)
     return backend
 
 

@@ -58,6 +58,8 @@ _SOLVER_MODULES = (
     "webrank.solvers.power",
     "webrank.solvers.extrapolation",
     "webrank.solvers.hybrid",
+    "webrank.solvers.krylov",
+    "webrank.solvers.gauss_seidel",
 )
 
 

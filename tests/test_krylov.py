@@ -1,0 +1,198 @@
+"""Linear-system solvers (gmres, bicgstab, gauss-seidel) against exact float64 answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import dataset
+from reference import exact_pagerank
+from test_pagerank import random_graph
+
+import webrank
+from webrank import ConvergenceError
+from webrank.backends import make_operator
+from webrank.solvers import get_solver
+
+LINEAR = ["gmres", "bicgstab", "gauss-seidel"]
+# (method, device) pairs: the Krylov methods on both backends, Gauss-Seidel on the CPU
+ON_DEVICE = [("gauss-seidel", "cpu")] + [
+    (m, "cpu") for m in ("gmres", "bicgstab")] + [
+    pytest.param(m, "gpu", marks=pytest.mark.gpu) for m in ("gmres", "bicgstab")]
+
+
+def step_residual(g, x, alpha, criterion):
+    """||alpha M x + (1 - alpha) v - x||: the power method's residual of ``x`` (float64)."""
+    op = make_operator(g, device="cpu", alpha=alpha, personalization=None, dangling=None,
+                       dtype="float64")
+    r = op.matvec(x) - x - (1 - alpha) * (x.sum() - 1) / g.n
+    return {"l1": np.abs(r).sum(), "l2": np.sqrt(r @ r), "linf": np.abs(r).max()}[criterion]
+
+
+def _dist(rng, n, zeros):
+    p = rng.uniform(0, 1, n)
+    p[rng.choice(n, zeros, replace=False)] = 0.0
+    return p / p.sum()
+
+
+@pytest.mark.parametrize(("method", "device"), ON_DEVICE)
+@pytest.mark.parametrize("alpha", [0.5, 0.85, 0.99, 0.999])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_exact_with_personalization_and_dangling(method, device, alpha, weighted):
+    # dangling nodes, self-loops (10% of links) and isolated nodes; v and d with zeros
+    g = random_graph(5, 300, 700, weighted=weighted, isolated=5)
+    rng = np.random.default_rng(1)
+    v, d = _dist(rng, g.n, 30), _dist(rng, g.n, 30)
+    exact = exact_pagerank(g, alpha, personalization=v, dangling=d)
+    r = webrank.pagerank(g, alpha=alpha, personalization=v, dangling=d, tol=1e-10,
+                         max_iter=20000, method=method, device=device)
+    assert r.converged and len(r.residuals) == r.iterations and r.residuals[-1] < 1e-10
+    assert np.abs(r.scores - exact).sum() < 10 * 1e-10 / (1 - alpha)
+    assert r.scores.min() >= 0 and r.scores.sum() == pytest.approx(1.0, abs=1e-12)
+    # matvecs count every product: per iteration, plus the first residual and the checks
+    per_iteration = 2 if method == "bicgstab" else 1
+    assert r.matvecs >= per_iteration * r.iterations + 1
+
+
+@pytest.mark.parametrize("method", LINEAR)
+@pytest.mark.parametrize("criterion", ["l1", "l2", "linf"])
+def test_criteria_mean_the_power_residual(method, criterion):
+    g = random_graph(8, 400, 1600, weighted=False, isolated=2)
+    alpha, tol = 0.95, 1e-9
+    # the solver's own vector: its confirmed residual is the power method's residual
+    op = make_operator(g, device="cpu", alpha=alpha, personalization=None, dangling=None,
+                       dtype="float64")
+    out = get_solver(method)(op, np.full(g.n, 1 / g.n), tol=tol, max_iter=5000,
+                             criterion=criterion)
+    true = step_residual(g, out.x, alpha, criterion)
+    assert out.converged and true < tol
+    assert out.residuals[-1] == pytest.approx(true, rel=1e-6, abs=1e-15)
+    assert out.info["confirmed_residual"] == out.residuals[-1]
+    # scaled to sum 1 by webrank.pagerank: at most twice that for a uniform v
+    r = webrank.pagerank(g, alpha=alpha, tol=tol, criterion=criterion, method=method,
+                         max_iter=5000)
+    assert step_residual(g, r.scores, alpha, criterion) < 2 * tol
+    assert np.abs(r.scores - exact_pagerank(g, alpha)).sum() < 2 * tol / (1 - alpha) * (
+        1 if criterion == "l1" else np.sqrt(g.n) if criterion == "l2" else g.n)
+
+
+@pytest.mark.parametrize("method", LINEAR)
+def test_nstart(method):
+    g = random_graph(9, 300, 900, weighted=True, isolated=3)
+    exact = exact_pagerank(g, 0.9)
+    r = webrank.pagerank(g, alpha=0.9, tol=1e-10, nstart=exact, method=method)
+    assert r.converged and r.iterations <= 1
+    start = np.random.default_rng(2).uniform(0, 1, g.n)
+    r = webrank.pagerank(g, alpha=0.9, tol=1e-10, nstart=start, method=method)
+    assert np.abs(r.scores - exact).sum() < 1e-8
+
+
+@pytest.mark.parametrize("method", LINEAR)
+def test_max_iter_reports_nonconvergence(method):
+    g = random_graph(10, 500, 2000, weighted=False)
+    r = webrank.pagerank(g, alpha=0.99, tol=1e-12, max_iter=3, method=method,
+                         raise_on_nonconvergence=False)
+    assert not r.converged and r.iterations == 3 and len(r.residuals) == 3
+    assert r.residuals[-1] >= 1e-12  # the confirmed residual of what is returned
+    with pytest.raises(ConvergenceError):
+        webrank.pagerank(g, alpha=0.99, tol=1e-12, max_iter=3, method=method)
+    r = webrank.pagerank(g, max_iter=0, method=method, raise_on_nonconvergence=False)
+    assert r.iterations == 0 and r.matvecs == 0 and not r.converged
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_float32_reaches_tight_tolerance(method, dtype):
+    # the products are float64 on both backends; float32 only rounds weighted edge values
+    g = random_graph(11, 600, 3000, weighted=True, isolated=2)
+    r = webrank.pagerank(g, alpha=0.99, tol=1e-12, method=method, dtype=dtype)
+    assert r.converged and r.dtype == dtype
+    error = np.abs(r.scores - exact_pagerank(g, 0.99)).sum()
+    assert error < (1e-6 if dtype == "float32" else 1e-9)
+
+
+def test_gmres_options_plain_and_deflated():
+    g = random_graph(12, 800, 3200, weighted=False, isolated=4)
+    exact = exact_pagerank(g, 0.99)
+    runs = {}
+    for restart, deflate in [(1, 0), (10, 0), (10, 4), (30, None)]:
+        r = webrank.pagerank(g, alpha=0.99, tol=1e-10, method="gmres", max_iter=20000,
+                             restart=restart, deflate=deflate)
+        assert np.abs(r.scores - exact).sum() < 1e-7
+        assert r.info["restart"] == restart
+        runs[(restart, deflate)] = r
+    # plain GMRES(m): one product per iteration, per cycle and the first residual
+    plain = runs[(10, 0)]
+    assert plain.info["deflations"] == 0
+    assert plain.matvecs == plain.iterations + plain.info["cycles"] + 1
+    # deflated restarts keep the slow modes: fewer products than the plain restart
+    assert runs[(10, 4)].info["deflations"] > 0
+    assert runs[(10, 4)].matvecs < plain.matvecs
+    assert runs[(30, None)].info["deflate"] == 12
+    for bad in [{"restart": 0}, {"restart": 2.5}, {"restart": 10, "deflate": 9},
+                {"deflate": -1}]:
+        with pytest.raises(ValueError, match=r"restart|deflate"):
+            webrank.pagerank(g, method="gmres", **bad)
+
+
+def test_gmres_agrees_with_scipy():
+    # cross-check the system we solve: SciPy's GMRES on (I - alpha M) x = (1 - alpha) v
+    import scipy.sparse.linalg as spla
+
+    g = random_graph(13, 200, 600, weighted=True, isolated=2)
+    alpha = 0.9
+    op = make_operator(g, device="cpu", alpha=alpha, personalization=None, dangling=None,
+                       dtype="float64")
+    n = g.n
+    a = spla.LinearOperator((n, n), matvec=lambda w: w - (op.matvec(w)
+                                                          - (1 - alpha) * w.sum() / n))
+    x, info = spla.gmres(a, np.full(n, (1 - alpha) / n), rtol=1e-13, restart=50)
+    assert info == 0
+    r = webrank.pagerank(g, alpha=alpha, tol=1e-12, method="gmres")
+    assert np.abs(r.scores - x / x.sum()).sum() < 1e-10
+
+
+def test_gauss_seidel_is_cpu_only():
+    g = random_graph(14, 50, 100, weighted=False)
+    with pytest.raises(ValueError, match=r"cpu only.*gmres"):
+        webrank.pagerank(g, method="gauss-seidel", device="gpu")
+    assert webrank.pagerank(g, method="gauss-seidel", device="auto").device == "cpu"
+
+
+def test_gauss_seidel_sweeps_fewer_than_power():
+    g = random_graph(15, 500, 2000, weighted=False, isolated=10)
+    p = webrank.pagerank(g, alpha=0.95, tol=1e-10, max_iter=20000)
+    s = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel", max_iter=20000)
+    assert s.info["sweeps"] == s.iterations < p.iterations
+    assert np.abs(p.scores - s.scores).sum() < 2e-8
+
+
+@pytest.mark.parametrize("method", LINEAR)
+def test_cli_method(tmp_path, method):
+    from click.testing import CliRunner
+
+    from webrank.cli import cli
+
+    path = tmp_path / "g.txt"
+    path.write_text("1 2\n2 3\n3 1\n3 4\n")
+    out = CliRunner().invoke(cli, ["rank", str(path), "--method", method, "--alpha", "0.99",
+                                   "--tol", "1e-12", "--device", "cpu", "--json"])
+    assert out.exit_code == 0, out.output
+    assert f'"method": "{method}"' in out.output
+
+
+@pytest.fixture(scope="module")
+def notredame_power():
+    g = webrank.load(dataset("web-NotreDame"))
+    return g, webrank.pagerank(g, alpha=0.99, tol=1e-10, device="cpu", max_iter=5000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", LINEAR)
+def test_web_notredame_alpha_099_matches_power(notredame_power, method):
+    g, p = notredame_power
+    r = webrank.pagerank(g, alpha=0.99, tol=1e-10, method=method, device="cpu",
+                         max_iter=5000)
+    assert r.converged
+    assert np.abs(r.scores - p.scores).sum() < 1e-8
+    # measured: power 1598 products, gmres 344, bicgstab 506, gauss-seidel 785
+    assert r.matvecs < p.matvecs / 2
