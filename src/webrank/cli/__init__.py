@@ -353,6 +353,7 @@ def generate(kind, size, out, seed, param) -> None:
 
 # commands kept in modules of their own: each defines a click command named ``command``
 _COMMAND_MODULES = (
+    "webrank.cli.ppr",
 )
 
 

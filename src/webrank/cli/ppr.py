@@ -1,0 +1,147 @@
+"""``webrank ppr``: personalized PageRank of many seed sets in one run.
+
+Seeds file: one seed set per line, node labels separated by whitespace and/or commas
+(``1 2 3``, ``1,2,3`` or ``1, 2 3``). Blank lines and lines starting with ``#`` or ``%``
+are skipped; seed sets are numbered 0, 1, ... in file order (the ``seed_set`` column of
+the output). Each seed set teleports evenly to its nodes; a node listed twice counts
+once. Labels are integers unless ``--labels string``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+
+import click
+
+from webrank.cli import EXIT_NOT_CONVERGED, _console, _load, _load_options
+from webrank.errors import GraphFormatError
+
+_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def read_seeds(path: str, graph, labels: str = "int") -> list[list]:
+    """Seed sets of a seeds file (format in the module docstring), checked against ``graph``.
+
+    Raises
+    ------
+    GraphFormatError
+        A token that is not an integer (``labels="int"``) or not a node of the graph,
+        naming the file, the line and the token; or a file without seed sets.
+    """
+    sets: list[list] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith(("#", "%")):
+                continue
+            tokens = [t for t in _SEPARATORS.split(text) if t]
+            nodes = []
+            for tok in tokens:
+                if labels == "string":
+                    node = tok
+                else:
+                    try:
+                        node = int(tok)
+                    except ValueError:
+                        raise GraphFormatError(f"node {tok!r} is not an integer id (use "
+                                               "--labels string for other labels)", path=path,
+                                               line=lineno, text=text) from None
+                try:
+                    graph.index_of([node])
+                except KeyError:
+                    raise GraphFormatError(f"node {tok!r} is not in the graph", path=path,
+                                           line=lineno, text=text) from None
+                nodes.append(node)
+            sets.append(nodes)
+    if not sets:
+        raise GraphFormatError("no seed sets (one set of node labels per line)", path=path)
+    return sets
+
+
+@click.command("ppr")
+@click.argument("graph", type=click.Path())
+@click.option("--seeds", "seeds_file", required=True, type=click.Path(dir_okay=False),
+              help="Seed sets: one per line, node labels separated by spaces or commas.")
+@click.option("--top", "top_k", default=20, show_default=True,
+              help="Best nodes kept per seed set.")
+@click.option("--alpha", default=0.85, show_default=True, help="Damping factor in [0, 1).")
+@click.option("--tol", default=1e-6, show_default=True,
+              help="Per seed set: stop when ||x_k - x_{k-1}|| < tol (under --criterion).")
+@click.option("--max-iter", default=1000, show_default=True, help="Most iterations.")
+@click.option("--criterion", type=click.Choice(["l1", "l2", "linf"]), default="l1",
+              show_default=True, help="Residual norm.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+              show_default=True, help="auto = the GPU when CuPy sees one.")
+@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+              show_default=True, help="Precision of the block gathered along edges.")
+@click.option("--batch-size", type=int, default=None,
+              help="Seed sets solved together (default: as many as fit in memory).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary and rows as JSON.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Write seed_set, rank, node, score rows (.csv, .tsv, .parquet, .json).")
+@_load_options
+def command(graph, seeds_file, top_k, alpha, tol, max_iter, criterion, device, dtype,
+            batch_size, as_json, output, fmt, labels, node_ids, unweighted) -> None:
+    """Personalized PageRank of GRAPH for every seed set of the --seeds file at once."""
+    from webrank.personalized import personalized_pagerank
+
+    if top_k < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--top")
+    if output and not output.lower().endswith((".csv", ".tsv", ".parquet", ".json")):
+        raise click.BadParameter("use a .csv, .tsv, .parquet or .json file name",
+                                 param_hint="--output")
+    t0 = time.perf_counter()
+    g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
+    load_s = time.perf_counter() - t0
+    seeds = read_seeds(seeds_file, g, labels)
+    result = personalized_pagerank(
+        g, seeds, alpha=alpha, top=top_k, tol=tol, max_iter=max_iter, criterion=criterion,
+        device=device, dtype=dtype, batch_size=batch_size, raise_on_nonconvergence=False)
+    if output:
+        result.save(output)
+    if as_json:
+        rows = result.rows()
+        doc = {**result.summary(), "load_s": load_s, "graph": g.name,
+               "rows": [{"seed_set": int(s), "rank": int(r), "node": _py(nd),
+                         "score": float(sc)}
+                        for s, r, nd, sc in zip(rows["seed_set"], rows["rank"], rows["node"],
+                                                rows["score"], strict=True)]}
+        click.echo(json.dumps(doc))
+    else:
+        _print_table(result, seeds, load_s)
+    if not result.all_converged:
+        bad = int((~result.converged).sum())
+        click.echo(f"webrank: {bad} of {result.k} seed sets not converged in {max_iter} "
+                   f"iterations (worst residual {result.residuals.max():.3e} > tol {tol:.1e})",
+                   err=True)
+        sys.exit(EXIT_NOT_CONVERGED)
+
+
+def _print_table(result, seeds, load_s) -> None:
+    from rich.table import Table
+
+    con = _console()
+    table = Table(title=f"Top {result.top_index.shape[1]} of {result.graph.n:,} pages for "
+                        f"{result.k} seed sets")
+    for name in ("seed set", "seeds", "rank", "node", "score"):
+        table.add_column(name, justify="left" if name == "seeds" else "right")
+    for c in range(result.k):
+        shown = " ".join(map(str, seeds[c][:5])) + (" ..." if len(seeds[c]) > 5 else "")
+        pairs = result.top(c, result.top_index.shape[1])
+        for r, (node, score) in enumerate(pairs, 1):
+            table.add_row(str(c) if r == 1 else "", shown if r == 1 else "", str(r),
+                          str(node), f"{score:.6e}", end_section=r == len(pairs))
+    con.print(table)
+    con.print(
+        f"{result.k} seed sets on {result.device} ({result.device_name}), {result.dtype}: "
+        f"{int(result.converged.sum())} converged, iterations "
+        f"{int(result.iterations.min())}-{int(result.iterations.max())}, batch "
+        f"{result.batch_size}; compute {result.elapsed:.3f} s, setup "
+        f"{result.setup_time:.3f} s, load {load_s:.3f} s")
+
+
+def _py(x):
+    return x.item() if hasattr(x, "item") else x
