@@ -127,3 +127,42 @@ class PageRankOperator(ABC):
         Stops after the first step whose residual is below ``tol``. ``callback(step,
         residual)``, if given, is called as steps complete (after each batch on a GPU).
         """
+
+    # -- primitives of the adaptive and fixed-point methods (webrank.solvers.adaptive/fixed)
+    def adaptive_steps(
+        self, x: Any, rows: Any, calm: Any, *, steps: int, theta: float, tol: float,
+        criterion: str,
+    ) -> StepsResult:
+        """Up to ``steps`` power steps that recompute only the nodes in ``rows``.
+
+        For ``i`` in ``rows`` (int64 backend array, any order, no repeats) the step is the
+        power step of :meth:`power_steps`; every other node keeps its value in ``x``
+        (frozen). The dangling mass each step needs is that of the whole vector (the
+        frozen nodes' share is constant). Per node in ``rows`` the step also updates
+        ``calm`` (uint8, length n, in place): +1 (saturating at 255) when
+        ``|x'_i - x_i| < theta``, else 0. The residual is ``||x' - x||`` under
+        ``criterion`` over the rows computed (frozen nodes change by 0). Stops after the
+        first step whose residual is below ``tol``. ``x`` (float64) is not modified; the
+        returned ``x`` may be a working buffer that the next call overwrites.
+        """
+        raise NotImplementedError(f"the {self.name} backend has no adaptive steps")
+
+    def fixed_steps(
+        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
+        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
+        callback: Any = None,
+    ) -> StepsResult:
+        """Up to ``max_steps`` power steps in unsigned fixed point (Q1.63 in ``uint64``).
+
+        ``x`` is the Q1.63 iterate (uint64 backend array). ``alpha_q`` is alpha in Q0.64;
+        ``node_scale`` (uint64, n) the Q0.64 reciprocal out-degree of each node
+        (unweighted) or a non-zero marker (weighted), 0 for dangling nodes;
+        ``edge_vals`` the Q0.64 transition probability of each in-link (empty when
+        unweighted); ``tele`` the Q1.63 teleport term ``(1 - alpha) v`` (length 1 when
+        uniform); ``dist`` the Q0.64 dangling distribution (empty when uniform);
+        ``product`` a :data:`webrank.kernels.cpu_fixed.PRODUCTS` code. See
+        :func:`webrank.kernels.cpu_fixed.fixed_step` for the step. Residuals are
+        returned in real units (ulps times 2**-63) and compared with ``tol`` exactly as
+        :meth:`power_steps` does; the returned ``x`` is uint64 Q1.63.
+        """
+        raise NotImplementedError(f"the {self.name} backend has no fixed-point steps")

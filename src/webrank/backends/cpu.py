@@ -113,3 +113,77 @@ class CPUOperator(PageRankOperator):
                 break
         self.matvecs += steps
         return StepsResult(x=x, residuals=residuals[:steps], converged=converged)
+
+    # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
+    def adaptive_steps(
+        self, x: Any, rows: Any, calm: Any, *, steps: int, theta: float, tol: float,
+        criterion: str,
+    ) -> StepsResult:
+        from webrank.kernels import cpu_adaptive
+
+        g = self.graph
+        crit = kernels.CRITERION_CODE[criterion]
+        tol_cmp = tol * tol if criterion == "l2" else tol
+        # both buffers hold x, so the rows not in `rows` keep their value in either
+        x_cur = np.array(x, dtype=np.float64)
+        x_new = x_cur.copy()
+        xs_cur = x_cur * self._inv_out
+        xs_new = xs_cur.copy()
+        vals = self._vals.astype(np.float64, copy=False)
+        dm = self.dangling_mass(x_cur)
+        bounds = cpu_adaptive.row_bounds(g.indptr, rows, kernels.default_chunks())
+        partial = np.zeros((max(bounds.size, 1), 2))
+        residuals = np.empty(steps)
+        done, converged = 0, False
+        while done < steps:
+            res, ddm = cpu_adaptive.adaptive_step(
+                g.indptr, g.indices, vals, xs_cur, x_cur, self._v_k, self._d_k,
+                self._inv_out, self.alpha, dm, crit, float(theta), rows, bounds, calm,
+                x_new, xs_new, partial)
+            dm += ddm
+            x_cur, x_new = x_new, x_cur
+            xs_cur, xs_new = xs_new, xs_cur
+            residuals[done] = np.sqrt(res) if crit == 1 else res
+            done += 1
+            if res < tol_cmp:
+                converged = True
+                break
+        self.matvecs += done
+        return StepsResult(x=x_cur, residuals=residuals[:done], converged=converged)
+
+    def fixed_steps(
+        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
+        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
+        callback: Any = None,
+    ) -> StepsResult:
+        from webrank.kernels import cpu_fixed
+
+        g = self.graph
+        crit = kernels.CRITERION_CODE[criterion]
+        ulp = 2.0 ** -63  # one Q1.63 unit
+        tol_cmp = (tol / ulp) ** 2 if criterion == "l2" else tol / ulp
+        x_cur = np.array(x, dtype=np.uint64)
+        x_new = np.empty_like(x_cur)
+        xs_cur = cpu_fixed.mulfrac_array(x_cur, node_scale, product)
+        xs_new = np.empty_like(x_cur)
+        dm = int(x_cur[self._dangling].sum(dtype=np.uint64))
+        k = self._bounds.size
+        partial_res, partial_dm = np.zeros(k), np.zeros(k, dtype=np.uint64)
+        residuals = np.empty(max_steps)
+        done, converged = 0, False
+        while done < max_steps:
+            res, dm = cpu_fixed.fixed_step(
+                g.indptr, g.indices, edge_vals, xs_cur, x_cur, node_scale, tele, dist,
+                alpha_q, dm, crit, product, self._bounds, x_new, xs_new, partial_res,
+                partial_dm)
+            x_cur, x_new = x_new, x_cur
+            xs_cur, xs_new = xs_new, xs_cur
+            residuals[done] = (np.sqrt(res) if crit == 1 else res) * ulp
+            done += 1
+            if callback is not None:
+                callback(done, residuals[done - 1])
+            if res < tol_cmp:
+                converged = True
+                break
+        self.matvecs += done
+        return StepsResult(x=x_cur, residuals=residuals[:done], converged=converged)

@@ -60,6 +60,8 @@ _SOLVER_MODULES = (
     "webrank.solvers.hybrid",
     "webrank.solvers.krylov",
     "webrank.solvers.gauss_seidel",
+    "webrank.solvers.adaptive",
+    "webrank.solvers.fixed",
 )
 
 
