@@ -32,7 +32,9 @@ def test_solver_meets_tolerance_against_exact(device, method, alpha):
     exact = exact_pagerank(g, alpha)
     r = webrank.pagerank(g, alpha=alpha, tol=1e-10, max_iter=20000, method=method,
                          device=device, **METHOD_OPTIONS.get(method, {}))
-    assert r.converged and r.method == method
+    assert r.converged
+    # auto names the method it ran
+    assert r.method == (r.info["method"] if method == "auto" else method)
     # within 10 * tol of the exact answer, scaled by the conditioning 1 / (1 - alpha)
     assert np.abs(r.scores - exact).sum() < 10 * 1e-10 / (1 - alpha)
     assert r.matvecs >= 1 and len(r.residuals) == r.iterations
@@ -74,3 +76,20 @@ def test_solver_refuses_a_device_it_cannot_use(method):
 def test_hybrid_options_are_refused_elsewhere():
     with pytest.raises(ValueError, match="method='hybrid' only"):
         webrank.pagerank(graph_of(SEED_SIX), device="cpu", gpu_links=4)
+
+
+def test_auto_picks_by_device_threads_and_alpha(monkeypatch):
+    import webrank.kernels.cpu as cpu_kernels
+
+    g = random_graph(5, 300, 1500, weighted=False)
+    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 2)
+    low = webrank.pagerank(g, alpha=0.85, tol=1e-10, device="cpu")
+    high = webrank.pagerank(g, alpha=0.95, tol=1e-10, device="cpu")
+    assert low.method == "power" and high.method == "gauss-seidel"
+    assert "alpha" in high.info["auto_reason"]
+    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 32)
+    many = webrank.pagerank(g, alpha=0.99, tol=1e-10, device="cpu", max_iter=5000)
+    assert many.method == "gmres"
+    exact = exact_pagerank(g, 0.99)
+    assert np.abs(many.scores - exact).sum() < 1e-7
+    assert webrank.pagerank(g, alpha=0.9, tol=1e-10, device="cpu").method == "power"

@@ -454,7 +454,8 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
     result = webrank.ranking.pagerank(
         G.graph, alpha=float(alpha), personalization=p, dangling=_node_vector(dangling, G),
         nstart=_node_vector(nstart, G), tol=n * float(tol), max_iter=int(max_iter),
-        criterion="l1", dtype=cfg.dtype, device=cfg.device, raise_on_nonconvergence=False)
+        criterion="l1", dtype=cfg.dtype, device=cfg.device, method="power",
+        raise_on_nonconvergence=False)
     G.last_result = result
     _logger.info("pagerank: %d nodes, %d iterations in %.3f s (+%.3f s setup) on %s%s",
                  n, result.iterations, result.elapsed, result.setup_time, result.device,

@@ -40,7 +40,7 @@ def pagerank(
     dtype: str = "float64",
     device: str = "auto",
     weight: bool = True,
-    method: str = "power",
+    method: str = "auto",
     raise_on_nonconvergence: bool = True,
     callback: Any = None,
     **options: Any,
@@ -91,8 +91,12 @@ def pagerank(
         ``"auto"`` uses the GPU when CuPy sees one, else the CPU; the result says which.
     weight : bool, default True
         Use edge weights when the graph has them; False ranks the link structure only.
-    method : str, default "power"
-        Solver name (see ``webrank.solvers.SOLVERS``).
+    method : str, default "auto"
+        Solver name (see ``webrank.solvers.SOLVERS``): ``"power"``, ``"aitken"``,
+        ``"quadratic"``, ``"adaptive"``, ``"fixed"``, ``"gmres"``, ``"bicgstab"``,
+        ``"gauss-seidel"`` (CPU), ``"hybrid"`` (GPU + CPU); ``"auto"`` picks the one
+        expected to be fastest for the device and alpha and runs it
+        (:mod:`webrank.solvers.auto`); ``result.method`` names the one that ran.
     raise_on_nonconvergence : bool, default True
         If False, return the last iterate with ``converged=False`` instead of raising.
     callback : callable, optional
@@ -166,7 +170,7 @@ def pagerank(
         elapsed=t2 - t1,
         device=backend,
         dtype=_dtype_name(dtype),
-        method=method,
+        method=out.info.get("method", method),
         criterion=criterion,
         tol=tol,
         alpha=alpha,

@@ -107,7 +107,9 @@ def _rank_options(f):
                      show_default=True, help="auto = the GPU when CuPy sees one."),
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the vector gathered along edges."),
-        click.option("--method", default="power", show_default=True, help="Solver."),
+        click.option("--method", default="auto", show_default=True,
+                     help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
+                          "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),
         click.option("--top", "top_k", default=10, show_default=True,
                      help="How many top pages to print."),
         click.option("--json", "as_json", is_flag=True,

@@ -62,6 +62,7 @@ _SOLVER_MODULES = (
     "webrank.solvers.gauss_seidel",
     "webrank.solvers.adaptive",
     "webrank.solvers.fixed",
+    "webrank.solvers.auto",
 )
 
 
