@@ -294,7 +294,7 @@ def test_gpu_matches_cpu(dtype, weighted):
     seeds = _seed_sets(g, 9, 4)
     cpu = personalized_pagerank(g, seeds, tol=1e-11, dtype=dtype, device="cpu")
     gpu = personalized_pagerank(g, seeds, tol=1e-11, dtype=dtype, device="gpu")
-    assert gpu.device == "gpu" and gpu.info["kernel"] == "cusparse" and gpu.all_converged
+    assert gpu.device == "gpu" and gpu.info["kernel"] == "cuda-fused" and gpu.all_converged
     np.testing.assert_allclose(gpu.scores, cpu.scores, atol=1e-12 if dtype == "float64"
                                else 1e-8)
     batched = personalized_pagerank(g, seeds, tol=1e-11, dtype=dtype, device="gpu",
@@ -319,3 +319,26 @@ def test_gpu_auto_batch_and_shared_dangling():
                                 criterion="linf")
     assert gpu.batch_size == 5
     np.testing.assert_allclose(gpu.scores, cpu.scores, atol=1e-13)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("criterion", ["l1", "l2"])
+def test_gpu_wide_blocks_with_hub_rows_match_cpu(dtype, weighted, criterion):
+    # 70 columns (3 per lane) and hubs of thousands of in-links (split into segments)
+    from test_hybrid import hub_graph
+
+    g = hub_graph(weighted, n=6000, m=90000)
+    assert np.diff(g.indptr).max() > 4 * 512
+    seeds = _seed_sets(g, 70, 3)
+    cpu = personalized_pagerank(g, seeds, tol=1e-11, dtype="float64", device="cpu",
+                                criterion=criterion)
+    gpu = personalized_pagerank(g, seeds, tol=1e-11, dtype=dtype, device="gpu",
+                                criterion=criterion)
+    assert gpu.all_converged and gpu.batch_size == 70
+    assert np.abs(gpu.iterations - cpu.iterations).max() <= 1
+    np.testing.assert_allclose(gpu.scores, cpu.scores,
+                               atol=1e-12 if dtype == "float64" else 1e-8)
+    many = personalized_pagerank(g, _seed_sets(g, 300, 2), tol=1e-9, device="gpu", top=3)
+    assert many.batch_size == 256 and many.num_batches == 2 and many.all_converged

@@ -18,12 +18,14 @@ Kernels. On the CPU a Numba kernel, parallel over row chunks of equal edge count
 the whole step in one pass over a row-major block (gather, teleport and dangling terms,
 residual and dangling mass per column): on cnr-2000 (2 cores) its SpMM alone is 2.7×
 faster than SciPy's single-threaded ``csr @ dense`` at k = 16–64, and a single NumPy
-pass over the block costs about as much as the SpMM, so fusing matters. Everywhere else
-(the GPU, or a CPU without Numba) the step is written once against the array module:
-``csr @ block`` (cuSPARSE SpMM through ``cupyx.scipy.sparse`` on the GPU, with a
-column-major block, the layout CuPy's SpMM takes without a copy; SciPy on the CPU, with
-a row-major block, which SciPy's ``csr_matvecs`` needs: a column-major block costs a
-copy per product, 1.7× slower at k = 64) plus elementwise NumPy/CuPy operations.
+pass over the block costs about as much as the SpMM, so fusing matters. On the GPU the
+same fused step is a CUDA kernel (:mod:`webrank.kernels.cuda_ppr`: a warp per row or
+long-row segment, lanes over columns, one synchronisation per step). The first GPU
+version, cuSPARSE SpMM through ``cupyx.scipy.sparse`` plus CuPy array operations, was
+slower than k single runs of the GPU engine (H100, web-NotreDame, tol 1e-10: k = 64
+in 1.92 s against 0.74 s). Without Numba the CPU step is ``csr @ block`` (SciPy, a
+row-major block: a column-major one costs a copy per product, 1.7× slower at k = 64)
+plus elementwise NumPy operations.
 
 A one-column block runs pagerank's own scalar fused kernel (the block kernel's column
 loops cost more than they share at width 1). Every column's arithmetic is the same
@@ -65,6 +67,7 @@ __all__ = ["PersonalizedConvergenceError", "PersonalizedPageRankResult",
 CPU_BATCH_BYTES = 2 * 2**30
 # fraction of free GPU memory (after the graph is uploaded) a batch may use
 GPU_BATCH_FRACTION = 0.8
+MAX_GPU_BLOCK = 256  # columns per GPU block: 8 per lane of a warp (kernels.cuda_ppr)
 # compact the block once at most this fraction of its columns is still active
 COMPACT_BELOW = 0.75
 # False forces the array-module step on the CPU too (tests exercise the GPU's code path)
@@ -678,7 +681,7 @@ class _NumbaRunner(_Runner):
 
 
 class _ArrayRunner(_Runner):
-    """Any array module: ``csr @ block`` (SciPy, or cuSPARSE SpMM via CuPy) + array ops."""
+    """``csr @ block`` (SciPy) + array operations: the CPU step without Numba."""
 
     kernel = "spmm"
 
@@ -728,12 +731,99 @@ class _ArrayRunner(_Runner):
         return stats[0]
 
 
-class _GPURunner(_ArrayRunner):
+class _FusedGPURunner(_Runner):
+    """GPU: the fused block step of :mod:`webrank.kernels.cuda_ppr` over a row-major block
+    (one warp per row or long-row segment; index read once for all columns)."""
+
+    kernel = "cuda-fused"
+
+    def __init__(self, graph, dtype, alpha, shared_d, csr, vals) -> None:
+        import cupy as cp
+
+        from webrank.backends.gpu import _host
+        from webrank.kernels import cuda_ppr
+
+        super().__init__(graph, cp, dtype, alpha, shared_d, "C")
+        self.csr, self.vals = csr, vals
+        self.weighted = vals is not None
+        self.inv_out = csr["inv_out"]
+        self.dangling_idx = cp.flatnonzero(csr["dangling"])
+        self._cuda = cuda_ppr
+        indptr = _host(graph.indptr).astype(np.int64)
+        self._ip = graph.indptr.dtype
+        self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
+        self._scratch = None
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self._grid = int(min(max(1, -(-self._items["n"] // 8)), sms * 16))
+        self._out: dict[tuple, tuple[Any, Any]] = {}
+
     def to_host(self, a: Any) -> np.ndarray:
         return self.xp.asnumpy(a)
 
     def synchronize(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
+
+    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
+        m = sp.csr_array(pers)  # rows = nodes: a row's warp adds its own entries
+        m.sort_indices()
+        cp = self.xp
+        return (cp.asarray(m.indptr.astype(self._ip)), cp.asarray(m.indices.astype(np.int32)),
+                cp.asarray(m.data.astype(np.float64)))
+
+    def step(self, block: _Block, criterion: str) -> np.ndarray:
+        cp, it = self.xp, self._items
+        b = block.x.shape[1]
+        if self._scratch is None or self._scratch.size < it["nlong"] * b:
+            self._scratch = cp.zeros(max(it["nlong"] * b, 1))  # cleared by the kernel
+        key = (b,)
+        if key not in self._out:  # the previous step's buffers become the outputs
+            self._out = {key: (cp.empty_like(block.x), cp.empty_like(block.g))}
+        x_out, g_out = self._out[key]
+        cv, cd = self.coefficients(block)
+        coef = cp.asarray(np.concatenate([cv, cd]))
+        acc = cp.zeros(3 * b)
+        shared = self.d is not None
+        kernel = self._cuda.get_kernel(self._ip.name, self.csr["indices"].dtype.name,
+                                       self.dtype.name, self.weighted,
+                                       self._cuda.columns_per_lane(b))
+        vptr, vcol, vval = block.vdev
+        kernel((self._grid,), (256,),
+               (np.int64(it["n"]), it["row"], it["begin"], it["end"], it["slot"],
+                it["nseg"], self._scratch, it["count"], np.int32(b), self.csr["indices"],
+                self.vals if self.weighted else g_out, block.g, block.x, vptr, vcol, vval,
+                coef[:b], coef[b:], np.int32(shared), self.d if shared else coef,
+                self.inv_out, np.float64(self.alpha), np.int32(block.delta),
+                np.int32(_CRIT[criterion]), x_out, g_out, acc),
+               shared_mem=3 * b * 8)
+        stats = self.to_host(acc).reshape(3, b)  # the one synchronisation per step
+        self._out[key] = (block.x, block.g)
+        block.g = g_out
+        self.after_step(block, x_out, stats[1], stats[2])
+        return stats[0]
+
+    def compact(self, block: _Block, keep: np.ndarray) -> None:
+        super().compact(block, keep)
+        self._out = {}
+
+
+def _work_items(indptr: np.ndarray, segment: int, cp: Any, ip: np.dtype) -> dict[str, Any]:
+    """One work item per row of at most ``segment`` in-links, else one per segment; a
+    cut row gets a slot (its scratch row and counter) shared by its segments."""
+    deg = np.diff(indptr)
+    nseg = np.maximum(1, -(-deg // segment))
+    row = np.repeat(np.arange(deg.size, dtype=np.int64), nseg)
+    first = np.cumsum(nseg) - nseg
+    within = np.arange(row.size) - np.repeat(first, nseg)
+    begin = indptr[:-1][row] + within * segment
+    end = np.minimum(begin + segment, indptr[1:][row])
+    long_rows = np.flatnonzero(nseg > 1)
+    slot_of_row = np.full(deg.size, -1, dtype=np.int32)
+    slot_of_row[long_rows] = np.arange(long_rows.size, dtype=np.int32)
+    return {"n": int(row.size), "row": cp.asarray(row), "begin": cp.asarray(begin.astype(ip)),
+            "end": cp.asarray(end.astype(ip)), "slot": cp.asarray(slot_of_row[row]),
+            "nseg": cp.asarray(nseg[long_rows].astype(np.int32)),
+            "count": cp.zeros(max(long_rows.size, 1), dtype=np.int32),
+            "nlong": int(long_rows.size)}
 
 
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
@@ -758,57 +848,43 @@ def _make_runner(graph: Graph, backend: str, dtype: str, alpha: float,
 
 
 def _gpu_runner(graph: Graph, dtype: str, alpha: float, shared_d) -> _Runner:
-    """The device CSR from the GPU backend's per-graph cache, as a cuSPARSE matrix."""
+    """The fused block step on the device CSR of the GPU backend's per-graph cache."""
     import cupy as cp
-    import cupyx.scipy.sparse as csp
 
     from webrank.backends.gpu import _on_device, _upload_csr
 
-    if graph.num_edges > np.iinfo(np.int32).max:
-        raise ValueError("personalized_pagerank on the GPU needs fewer than 2**31 edges "
-                         "(cuSPARSE through CuPy takes int32 indices); use device='cpu'")
     n, m = graph.n, graph.num_edges
     isz = np.dtype(dtype).itemsize
-    g = _on_device(graph, ("csr",), graph.indptr.nbytes + graph.indices.nbytes + 17 * n,
-                   lambda: _upload_csr(graph))
+    csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
+    g = _on_device(graph, ("csr",), csr_bytes + 17 * n, lambda: _upload_csr(graph))
     tv = graph.transition_values()
-
-    def build():
-        if tv is None:
-            data = cp.ones(m, dtype=dtype)
-        else:  # the same key as GPUOperator's, so a later pagerank() run reuses it
-            data = _on_device(graph, ("vals", np.dtype(dtype).name), m * isz,
-                              lambda: cp.asarray(tv.astype(dtype)))
-        return csp.csr_matrix((data, g["indices"].astype(np.int32, copy=False),
-                               g["indptr"].astype(np.int32, copy=False)), shape=(n, n))
-
-    matrix = _on_device(graph, ("spmm", np.dtype(dtype).name), m * (4 + isz) + 4 * n, build)
-    runner = _GPURunner(graph, cp, dtype, alpha, shared_d, matrix, g["inv_out"],
-                        cp.flatnonzero(g["dangling"]), "F")
-    runner.kernel = "cusparse"
-    return runner
+    vals = None if tv is None else _on_device(  # the same key as GPUOperator's
+        graph, ("vals", np.dtype(dtype).name), m * isz, lambda: cp.asarray(tv.astype(dtype)))
+    return _FusedGPURunner(graph, dtype, alpha, shared_d, g, vals)
 
 
 # -- batch sizing and top lists ---------------------------------------------------------------
 def _batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | None) -> int:
     """Columns per batch: ``batch_size``, or as many as the memory budget holds (the
     graph is already on the device, so free GPU memory is what the blocks may use)."""
+    # the GPU kernel takes blocks of up to MAX_GPU_BLOCK columns (8 per lane of a warp)
+    cap = k if backend != "gpu" else min(k, MAX_GPU_BLOCK)
     if batch_size is not None:
-        return int(min(batch_size, k))
+        return int(min(batch_size, cap))
     if backend == "gpu":
         import cupy as cp
 
         free, _total = cp.cuda.runtime.memGetInfo()
         free += cp.get_default_memory_pool().free_bytes()
         budget = int(GPU_BATCH_FRACTION * free)
-        # x, the product, the new x, the difference and temporaries (float64) + 2 gathered
-        per_column = n * (5 * 8 + 2 * itemsize)
+        # x and x_out (float64), g and g_out, a long row's scratch (at most n/512 rows)
+        per_column = n * (2 * 8 + 2 * itemsize + 1)
         if budget < per_column:
             raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
     else:
         budget = min(CPU_BATCH_BYTES, _available_ram() // 4)
         per_column = n * (2 * 8 + 2 * itemsize)  # x, x_out (float64) + g, g_out
-    return int(max(1, min(k, budget // per_column)))
+    return int(max(1, min(cap, budget // per_column)))
 
 
 def _available_ram() -> int:

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One device call per stage (STAGE=tests | solvers | suites): the whole test suite on the
+# GPU machine, the GPU runs of the solver/PPR/incremental benchmarks, the bench suites.
+# Run from the repo root with the datasets in .device_data/ and isal's wheel in .whl/.
+set -uo pipefail
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
+export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt"
+case "${STAGE:-tests}" in
+tests)
+  python3 -m pytest -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/pytest_all.log" \
+    | tail -25
+  (cd "$(mktemp -d)" && NETWORKX_TEST_BACKEND=webrank python3 -m pytest -q \
+    -p no:cacheprovider --pyargs networkx.algorithms.link_analysis 2>&1 | tail -3) \
+    | tee "$OUT/networkx_backend_tests.log"
+  ;;
+solvers)
+  python3 benchmarks/krylov_matvecs.py --device gpu --out "$OUT/krylov_gpu_h100.json" \
+    2>&1 | tail -30
+  python3 benchmarks/adaptive_fixed.py --device gpu --out "$OUT/adaptive_fixed_gpu_h100.json" \
+    2>&1 | tail -20
+  python3 benchmarks/ppr_batch.py --device gpu --compaction \
+    --out "$OUT/ppr_gpu_h100.json" 2>&1 | tail -12
+  python3 benchmarks/ppr_batch.py --device gpu --graph cnr-2000 --compaction \
+    --out "$OUT/ppr_gpu_cnr_h100.json" 2>&1 | tail -12
+  python3 benchmarks/incremental.py --device gpu --out "$OUT/incremental_gpu_h100.json" \
+    2>&1 | tail -20
+  ;;
+suites)
+  for suite in ${SUITES:-seed-extrapolation seed-hybrid gpu}; do
+    python3 -m webrank bench "$suite" --device ${BENCH_DEVICE:-gpu} \
+      --out "$OUT/${suite}_h100" ${BENCH_ARGS:-} 2>&1 | tail -30
+  done
+  ;;
+esac
