@@ -22,9 +22,9 @@ _CRIT = {"l1": 0, "l2": 1, "linf": 2}
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
-# "auto" reorders graphs with at least this many edges: R-MAT 20 and up (H100: scale 26
+# "auto" reorders graphs with at least this many edges: R-MAT 19 and up (H100: scale 26
 # 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
-REORDER_MIN_EDGES = 2**24
+REORDER_MIN_EDGES = 2**23
 
 
 def _heavy_segments(indptr: np.ndarray, threshold: int,
