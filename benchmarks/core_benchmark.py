@@ -21,52 +21,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 import webrank
 from webrank.bench.env import environment, median_time, write_json
+
+# the baseline loops live with the `webrank bench baselines` suite (one copy of each)
+from webrank.bench.suites.baselines import cusparse_power, scipy_power
 
 DATASETS = Path(os.environ.get("WEBRANK_DATASETS")
                 or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
 GRAPHS = ["web-NotreDame", "cnr-2000", "soc-Epinions1"]
 ALPHA, TOL = 0.85, 1e-10
-
-
-def scipy_power(a: sp.csr_array, out_weight: np.ndarray, tol: float) -> tuple[np.ndarray, int]:
-    """The textbook SciPy PageRank: M = A D^-1, x <- alpha M x + teleport, L1 test."""
-    n = a.shape[0]
-    dang = out_weight == 0
-    inv = np.where(dang, 0.0, 1.0 / np.where(dang, 1.0, out_weight))
-    m = (a @ sp.diags_array(inv)).tocsr()
-    x = np.full(n, 1.0 / n)
-    for it in range(1, 10001):
-        xn = ALPHA * (m @ x) + (ALPHA * x[dang].sum() + 1.0 - ALPHA) / n
-        err = np.abs(xn - x).sum()
-        x = xn
-        if err < tol:
-            return x, it
-    return x, it
-
-
-def cusparse_power(g: webrank.Graph, tol: float):
-    """Seed 000's GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step."""
-    import cupy as cp
-    import cupyx.scipy.sparse as csp
-
-    n = g.n
-    inv = cp.asarray(np.where(g.dangling, 0.0, 1.0 / np.where(g.dangling, 1.0, g.out_weight)))
-    a = csp.csr_matrix((cp.asarray(inv[cp.asarray(g.indices)]), cp.asarray(g.indices),
-                        cp.asarray(g.indptr)), shape=(n, n))
-    x = cp.full(n, 1.0 / n)
-    for it in range(1, 10001):
-        y = ALPHA * (a @ x)
-        w = float(x.sum() - y.sum())  # Algorithm 2: w = ||x||_1 - ||y||_1
-        y += w / n
-        err = float(cp.abs(y - x).sum())
-        x = y
-        if err < tol:
-            return x, it
-    return x, it
 
 
 def reference(g: webrank.Graph) -> np.ndarray:

@@ -14,10 +14,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["environment", "median_time", "write_json"]
+__all__ = ["available_memory", "environment", "median_time", "write_json"]
 
 
 def _git_commit() -> str:
+    """The checkout's commit; ``WEBRANK_COMMIT`` overrides it (copies of a working tree
+    on a benchmark machine may carry a stale ``.git``)."""
+    if os.environ.get("WEBRANK_COMMIT"):
+        return os.environ["WEBRANK_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, timeout=5, cwd=Path(__file__).parent)
@@ -34,6 +38,22 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _memory_bytes(field: str = "MemAvailable") -> int | None:
+    """A field of /proc/meminfo (``MemTotal``, ``MemAvailable``) in bytes; None elsewhere."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes of host memory available now (Linux), or None when unknown."""
+    return _memory_bytes("MemAvailable")
 
 
 def environment() -> dict[str, Any]:
@@ -54,6 +74,9 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "gpu": gpu_name(),
+        "memory_bytes": _memory_bytes("MemTotal"),
+        # other work on the machine skews timings; say how busy it was when this ran
+        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
     try:
         import numba

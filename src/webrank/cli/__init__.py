@@ -355,6 +355,7 @@ def generate(kind, size, out, seed, param) -> None:
 
 # commands kept in modules of their own: each defines a click command named ``command``
 _COMMAND_MODULES = (
+    "webrank.cli.bench",
     "webrank.cli.ppr",
 )
 

@@ -1,0 +1,165 @@
+"""``webrank bench``: quick runs of the suites, the results schema, the report and plots.
+
+These check what the runner writes, not how fast anything is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from webrank.bench.runner import BenchContext, run_suite
+from webrank.bench.suites import SUITES, load_suite
+from webrank.cli import cli
+
+ENV_KEYS = {"date", "commit", "webrank", "python", "platform", "cpu", "cpu_count", "numpy",
+            "scipy", "gpu"}
+MEASUREMENT_KEYS = {"name", "unit", "median", "min", "max", "repeats", "device", "params",
+                    "metrics"}
+
+
+def _numbers(value):
+    """Every int/float inside a JSON value (bools excluded)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+
+
+def _bench(tmp_path: Path, suite: str) -> tuple[dict, Path]:
+    out = tmp_path / suite
+    res = CliRunner().invoke(cli, ["bench", suite, "--device", "cpu", "--quick",
+                                   "--repeats", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    assert "wrote" in res.output
+    return json.loads((out / "results.json").read_text()), out
+
+
+def _check_results(doc: dict, out: Path, suite: str) -> None:
+    assert doc["schema"] == "webrank-bench/1"
+    assert doc["suite"] == suite and doc["quick"] is True and doc["devices"] == ["cpu"]
+    assert ENV_KEYS <= set(doc["environment"])
+    assert doc["measurements"], "no measurement recorded"
+    for m in doc["measurements"]:
+        assert MEASUREMENT_KEYS <= set(m), m
+        assert m["unit"] == "s" and m["repeats"] >= 1
+        for key in ("median", "min", "max"):
+            assert math.isfinite(m[key]) and m[key] > 0, (m["name"], key, m[key])
+        assert m["min"] <= m["median"] <= m["max"]
+        assert all(math.isfinite(x) for x in _numbers(m["metrics"])), m
+    for table in doc["tables"]:
+        assert all(len(row) == len(table["columns"]) for row in table["rows"])
+    report = (out / "report.md").read_text()
+    assert f"webrank bench {suite}" in report and "## What the seed reported" in report
+    pngs = sorted(out.glob("*.png"))
+    assert pngs and {p.name for p in pngs} == set(doc["plots"])
+    for p in pngs:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({p.name})" in report
+
+
+def test_baselines_quick(tmp_path):
+    doc, out = _bench(tmp_path, "baselines")
+    _check_results(doc, out, "baselines")
+    tools = {m["params"]["tool"] for m in doc["measurements"]}
+    assert {"webrank cpu float64", "SciPy power"} <= tools
+    errors = [m["metrics"]["l1_error"] for m in doc["measurements"]
+              if m["params"]["tool"] in ("webrank cpu float64", "SciPy power")
+              and m["params"]["kind"] == "solve"]
+    assert errors and max(errors) < 1e-8  # both ran to L1 1e-10 on the same reference
+
+
+@pytest.mark.parametrize("suite", ["seed-dense", "seed-approx"])
+def test_seed_suites_quick(tmp_path, suite):
+    doc, out = _bench(tmp_path, suite)
+    _check_results(doc, out, suite)
+    assert doc["findings"]
+    if suite == "seed-dense":  # the dense and sparse solvers agree on the top 3 nodes
+        by_n: dict[int, set] = {}
+        for m in doc["measurements"]:
+            if "top3" in m["metrics"]:
+                by_n.setdefault(m["params"]["nodes"], set()).add(tuple(m["metrics"]["top3"]))
+        assert by_n and all(len(tops) == 1 for tops in by_n.values())
+
+
+@pytest.mark.slow
+def test_seed_extrapolation_quick(tmp_path):
+    doc, out = _bench(tmp_path, "seed-extrapolation")
+    _check_results(doc, out, "seed-extrapolation")
+    methods = {m["params"]["method"] for m in doc["measurements"]}
+    assert {"power", "aitken", "quadratic"} <= methods
+    power = [m for m in doc["measurements"] if m["params"]["method"] == "power"]
+    assert all(m["metrics"]["converged"] for m in power)
+
+
+def test_every_suite_module_has_the_interface():
+    for name in SUITES:
+        mod = load_suite(name)
+        assert isinstance(mod.TITLE, str) and mod.SEED.strip() and callable(mod.run)
+
+
+def test_unknown_suite_and_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="unknown benchmark suite"):
+        run_suite("nope", out_dir=tmp_path)
+    with pytest.raises(ValueError, match="repeats"):
+        run_suite("baselines", out_dir=tmp_path, repeats=0)
+    res = CliRunner().invoke(cli, ["bench", "nope"])
+    assert res.exit_code == 2 and "nope" in res.output
+
+
+def test_gpu_requested_without_gpu(tmp_path):
+    from webrank.backends import gpu_available
+    from webrank.errors import DeviceUnavailableError
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(DeviceUnavailableError):
+        run_suite("baselines", device="gpu", quick=True, out_dir=tmp_path)
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_missing_packages_and_methods_are_skipped_with_a_note(tmp_path):
+    ctx = BenchContext(suite="t", devices=("cpu",), quick=True, repeats=1, data_dir=None,
+                       out_dir=tmp_path)
+    assert ctx.optional("no_such_package_xyz", "thing") is None
+    assert not ctx.method_available("no-such-method", "variant x")
+    assert ctx.method_available("power", "variant p")
+    assert ctx.dataset("no-such-graph") is None
+    assert ctx.dataset("web-NotreDame") is not None  # bundled
+    whats = {s["what"] for s in ctx.skipped}
+    assert {"thing", "variant x", "dataset no-such-graph"} <= whats
+    assert ctx.attempt("refused", lambda: (_ for _ in ()).throw(ValueError("no GPU here")))\
+        is None
+    assert {"what": "refused", "why": "no GPU here"} in ctx.skipped
+
+
+def test_record_refuses_bad_times(tmp_path):
+    ctx = BenchContext(suite="t", devices=("cpu",), quick=True, repeats=1, data_dir=None,
+                       out_dir=tmp_path)
+    with pytest.raises(ValueError, match="finite and positive"):
+        ctx.record("x", {"median": float("nan"), "min": 1.0, "max": 1.0, "repeat": 1})
+    _, t = ctx.time(lambda: sum(range(100)))
+    m = ctx.record("sum", t, params={"n": 100})
+    assert m["repeats"] == 1 and m["median"] > 0
+
+
+@pytest.mark.gpu
+def test_seed_dense_and_baselines_on_gpu(tmp_path):
+    for suite in ("seed-dense", "baselines"):
+        out = tmp_path / suite
+        res = CliRunner().invoke(cli, ["bench", suite, "--device", "both", "--quick",
+                                       "--repeats", "1", "--out", str(out)])
+        assert res.exit_code == 0, res.output + repr(res.exception)
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["devices"] == ["cpu", "gpu"]
+        assert any(m["device"] == "gpu" for m in doc["measurements"])
