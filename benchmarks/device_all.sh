@@ -3,14 +3,7 @@
 # GPU machine, the GPU runs of the solver/PPR/incremental benchmarks, the bench suites.
 # Run from the repo root with the datasets in .device_data/ and isal's wheel in .whl/.
 set -uo pipefail
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt"
+. "$(dirname "$0")/device_env.sh"
 case "${STAGE:-tests}" in
 tests)
   python3 -m pytest -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/pytest_all.log" \

@@ -3,14 +3,8 @@
 # core benchmark. Run from the repo root on the GPU machine with the datasets in
 # .device_data/ (or WEBRANK_DATASETS) and, where the image lacks them, wheels in .whl/.
 set -uo pipefail
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+. "$(dirname "$0")/device_env.sh"
+cat "$OUT/gpu.txt"
 python3 -m pytest tests/test_pagerank.py tests/test_cli.py -q -p no:cacheprovider 2>&1 \
   | tee "$OUT/pytest_gpu.log" | tail -4
 python3 benchmarks/gpu_iteration_time.py 2>&1 | tee "$OUT/iteration_time.txt"

@@ -3,13 +3,7 @@
 # into one archive under $OUT (the device tool brings back at most 8 files).
 #   SUITES="seed-extrapolation:gpu:300 ..." bash benchmarks/device_suites.sh
 set -uo pipefail
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
-export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+. "$(dirname "$0")/device_env.sh"
 work=$(mktemp -d)
 for spec in $SUITES; do
   IFS=: read -r suite device limit <<<"$spec"

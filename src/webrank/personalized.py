@@ -58,7 +58,13 @@ from webrank.errors import ConvergenceError, DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 from webrank.kernels.cpu import HAVE_NUMBA, chunk_bounds, default_chunks
-from webrank.ranking import _check_scalar_args, _device_name, _distribution, _dtype_name
+from webrank.ranking import (
+    _check_scalar_args,
+    _device_name,
+    _distribution,
+    _dtype_name,
+    _prepare_graph,
+)
 
 __all__ = ["PersonalizedConvergenceError", "PersonalizedPageRankResult",
            "personalized_pagerank"]
@@ -357,15 +363,8 @@ def personalized_pagerank(
                                    or not isinstance(batch_size, int | np.integer)
                                    or batch_size < 1):
         raise ValueError(f"batch_size must be a positive integer or None, not {batch_size!r}")
-    if not isinstance(graph, Graph):
-        from webrank.io import load
-
-        graph = load(graph)
-    if not weight:
-        graph = graph.unweighted()
+    graph = _prepare_graph(graph, weight)
     n = graph.n
-    if n == 0:
-        raise ValueError("the graph has no nodes")
     pers = personalization_matrix(graph, seeds)  # CSC n×k, columns normalised
     k = pers.shape[1]
     shared_d = _distribution(dangling, graph, "dangling")

@@ -128,15 +128,8 @@ def pagerank(
     _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     solve = get_solver(method)
     _check_options(method, solve, options)
-    if not isinstance(graph, Graph):
-        from webrank.io import load
-
-        graph = load(graph)
-    if not weight:
-        graph = graph.unweighted()
+    graph = _prepare_graph(graph, weight)
     n = graph.n
-    if n == 0:
-        raise ValueError("the graph has no nodes")
     v = _distribution(personalization, graph, "personalization")
     d = _distribution(dangling, graph, "dangling")
     x0 = _distribution(nstart, graph, "nstart")
@@ -228,6 +221,20 @@ def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     if backend == "cpu" and picked:
         raise ValueError(f"options {sorted(picked)} apply to device='gpu' only")
     return picked
+
+
+def _prepare_graph(graph: Any, weight: bool) -> Graph:
+    """The Graph to rank: loaded when given a path, without weights when ``weight`` is
+    False; ValueError for a graph without nodes."""
+    if not isinstance(graph, Graph):
+        from webrank.io import load
+
+        graph = load(graph)
+    if not weight:
+        graph = graph.unweighted()
+    if graph.n == 0:
+        raise ValueError("the graph has no nodes")
+    return graph
 
 
 def _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:

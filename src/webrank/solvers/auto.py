@@ -1,21 +1,22 @@
 """``method="auto"`` (the default): the solver expected to be fastest here.
 
-The choice follows the measurements in ``docs/solvers.md`` (web-NotreDame and cnr-2000,
-tol 1e-10):
+The choice follows measurements at tol 1e-10 on web-NotreDame and cnr-2000
+(``benchmarks/cpu_method_choice.py``, ``webrank bench seed-extrapolation``; the reading is
+in ``docs/solvers.md``):
 
 * **GPU** — ``power``. The fused power step replayed as a CUDA graph costs 0.02–0.03 ms
-  on these graphs, less than one GMRES iteration's host round trip: at alpha 0.99 power
-  takes 0.05 s against GMRES's 0.26 s on cnr-2000 (H100) although GMRES needs 6.6x
-  fewer products; adaptive and fixed-point iterations are slower per step.
-* **CPU, few threads** (at most ``GS_MAX_THREADS``) — ``gauss-seidel`` from
-  ``alpha >= GS_MIN_ALPHA``: a sweep uses each new value at once and needs about half
-  the power method's passes; single-threaded, it still wins while the power step has
-  few threads to share. Below that alpha, ``power``.
-* **CPU, many threads** — ``gmres`` from ``alpha >= KRYLOV_MIN_ALPHA`` (4.7–6.6x fewer
-  products at 0.99; its vector work parallelises with NumPy), else ``power``.
+  on these graphs, less than one Krylov iteration's host round trip: at alpha 0.99
+  power takes 58 ms against GMRES's 236 ms on cnr-2000 (H100) although GMRES needs 6.6x
+  fewer products; every other method is slower per step too.
+* **CPU, at most ``FEW_THREADS`` threads** — ``gmres`` from ``alpha >= KRYLOV_MIN_ALPHA``,
+  else ``power``. On 2 cores at alpha 0.99, GMRES took 5.6 s against power's 8.1 s on
+  cnr-2000 and 6.1 s against 6.2 s on web-NotreDame; at 0.95 and below power was fastest
+  (Gauss–Seidel, one thread, needs half the passes but each costs 2.3x a 2-thread power
+  step; 1.2x slower than power at 0.95).
+* **CPU, more threads** — ``power``: its step scales with the threads while GMRES's
+  vector work is single-threaded NumPy (reasoned, not measured on such a machine).
 
-float32 gathers and methods' own options do not change the choice. ``info`` says what
-was picked and why; ``result.method`` is the method that ran.
+``info`` says what was picked and why; ``result.method`` is the method that ran.
 """
 
 from __future__ import annotations
@@ -24,27 +25,23 @@ from typing import Any
 
 from webrank.solvers import SolverOutput, get_solver, register
 
-GS_MAX_THREADS = 4
-GS_MIN_ALPHA = 0.9
-KRYLOV_MIN_ALPHA = 0.95
+FEW_THREADS = 4
+KRYLOV_MIN_ALPHA = 0.98
 
 
 def choose_method(op: Any) -> tuple[str, str]:
     """(method, reason) for this operator's device, threads and alpha."""
     if op.name != "cpu":
         return "power", "GPU: the fused power step in a CUDA graph is fastest"
-    from webrank.kernels.cpu import HAVE_NUMBA, num_threads
+    from webrank.kernels.cpu import num_threads
 
     threads = num_threads()
-    if threads <= GS_MAX_THREADS and HAVE_NUMBA:
-        if op.alpha >= GS_MIN_ALPHA:
-            return "gauss-seidel", (f"CPU with {threads} threads, alpha >= {GS_MIN_ALPHA}: "
-                                    "Gauss-Seidel needs about half the passes")
-        return "power", f"CPU, alpha < {GS_MIN_ALPHA}: the parallel power step"
+    if threads > FEW_THREADS:
+        return "power", f"CPU with {threads} threads: the parallel power step"
     if op.alpha >= KRYLOV_MIN_ALPHA:
         return "gmres", (f"CPU with {threads} threads, alpha >= {KRYLOV_MIN_ALPHA}: GMRES "
-                         "needs several times fewer products")
-    return "power", f"CPU with {threads} threads, alpha < {KRYLOV_MIN_ALPHA}"
+                         "needs 4.6-6.6x fewer products")
+    return "power", f"CPU, alpha < {KRYLOV_MIN_ALPHA}: the parallel power step"
 
 
 @register("auto")
