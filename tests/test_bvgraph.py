@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATASETS
 
 from webrank.errors import GraphFormatError
 from webrank.io import bvgraph
 from webrank.io.bvgraph import parse_properties, read_bvgraph
 
-DATASETS = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets"
 CNR_BASE = DATASETS / "law" / "cnr-2000"
 CNR_TXT = DATASETS / "cnr-2000.txt.gz"
 SRC_DIR = Path(__file__).resolve().parents[1] / "src"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gzip
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import DATASETS, write
 
 from webrank.graph import Graph
 from webrank.io import (
@@ -24,8 +23,6 @@ from webrank.io import (
 from webrank.io import edgelist as el
 from webrank.io._atomic import atomic_write
 from webrank.io._open import open_binary
-
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 
 # ----------------------------------------------------------------------------- helpers
