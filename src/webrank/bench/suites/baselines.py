@@ -68,32 +68,61 @@ def scipy_power(a: sp.csr_array, out_weight: np.ndarray, tol: float, alpha: floa
     return x, it
 
 
-def cusparse_power(g: Any, tol: float, alpha: float = ALPHA,
-                   max_iter: int = 10000) -> tuple[Any, int]:
-    """Seed 000's GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step.
-
-    Algorithm 2 of seed 000: ``y = alpha P^T x``, ``w = ||x||_1 - ||y||_1``, ``y += w/n``,
-    ``delta = ||y - x||_1`` (one host round trip per step). Returns ``(x, iterations)``
-    with ``x`` a CuPy array.
-    """
+def seed000_matrix(g: Any, dtype: Any = np.float64) -> Any:
+    """``P^T`` as a cupyx CSR matrix with the values ``1/out-degree`` (seed 000 stores
+    them), in ``dtype``; ``g``'s arrays may be on the host or already on the GPU."""
     import cupy as cp
     import cupyx.scipy.sparse as csp
 
-    n = g.n
-    inv = np.where(g.dangling, 0.0, 1.0 / np.where(g.dangling, 1.0, g.out_weight))
-    a = csp.csr_matrix((cp.asarray(inv[g.indices]), cp.asarray(g.indices),
-                        cp.asarray(g.indptr)), shape=(n, n))
-    x = cp.full(n, 1.0 / n)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
-        y = alpha * (a @ x)
-        w = float(x.sum() - y.sum())
-        y += w / n
-        err = float(cp.abs(y - x).sum())
-        x = y
-        if err < tol:
-            break
+    return csp.csr_matrix((seed000_values(g, dtype), cp.asarray(g.indices, np.int32),
+                           cp.asarray(g.indptr, np.int32)), shape=(g.n, g.n))
+
+
+def seed000_values(g: Any, dtype: Any) -> Any:
+    """The per-edge values ``1/out-degree`` of ``g``'s sources, on the GPU in ``dtype``."""
+    import cupy as cp
+
+    out = cp.asarray(g.out_weight)
+    inv = cp.where(out > 0, 1.0 / cp.where(out > 0, out, 1.0), 0.0)
+    return inv[cp.asarray(g.indices)].astype(dtype)
+
+
+def seed000_step(a: Any, x: Any, alpha: float = ALPHA) -> tuple[Any, Any]:
+    """One iteration of seed 000's Algorithm 2 with library calls, one launch each:
+    ``y = alpha P^T x``, ``w = ||x||_1 - ||y||_1`` (dangling and teleport mass),
+    ``y += w / n``; returns ``(y, ||y - x||_1)``, the residual still on the device.
+    ``a`` is any matrix whose ``@`` takes a CuPy vector (cupyx, torch.sparse wrapped)."""
+    import cupy as cp
+
+    y = a @ x
+    y *= alpha
+    y += (x.sum() - y.sum()) / x.size
+    return y, cp.abs(y - x).sum()
+
+
+def cusparse_power(g: Any, tol: float, alpha: float = ALPHA,
+                   max_iter: int = 10000) -> tuple[Any, int]:
+    """Seed 000's GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step
+    (one host round trip per step, as its stopping test needs). Returns ``(x,
+    iterations)`` with ``x`` a CuPy array."""
+    x, it, _res = seed000_power(seed000_matrix(g), g.n, tol, alpha, max_iter)
     return x, it
+
+
+def seed000_power(a: Any, n: int, tol: float, alpha: float = ALPHA,
+                  max_iter: int = 10000) -> tuple[Any, int, float]:
+    """:func:`seed000_step` from the uniform vector until the L1 change is below ``tol``
+    (read every step); returns ``(x, iterations, last residual)``."""
+    import cupy as cp
+
+    x = cp.full(n, 1.0 / n, dtype=a.dtype)
+    it, res = 0, float("inf")
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
+        x, r = seed000_step(a, x, alpha)
+        res = float(r)
+        if res < tol:
+            break
+    return x, it, res
 
 
 def _read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:

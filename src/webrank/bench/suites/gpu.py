@@ -23,7 +23,6 @@ iterations with CUDA events around it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -231,24 +230,14 @@ def _record_ms(ctx, name, ms, params, info, floor_ms) -> None:
                         "ratio_to_floor": ms / floor_ms})
 
 
-# -- the baselines: seed 000's Algorithm 2 with library SpMV ----------------------------
-def _transition_values(g: Any, dtype: Any):
-    import cupy as cp
-
-    out = cp.asarray(g.out_weight)
-    inv = cp.where(out > 0, 1.0 / cp.where(out > 0, out, 1.0), 0.0)
-    return inv[cp.asarray(g.indices)].astype(dtype)
-
-
+# -- the baselines: seed 000's Algorithm 2 with library SpMV (webrank.bench.suites.baselines)
 def _cusparse_matrix(ctx: Any, g: Any, dtype: Any):
-    import cupy as cp
-    import cupyx.scipy.sparse as csp
+    from webrank.bench.suites.baselines import seed000_matrix
 
     if g.num_edges > np.iinfo(np.int32).max:
         ctx.skip("cuSPARSE via cupyx", "more than 2**31 edges (cupyx uses int32 indices)")
         return None
-    return csp.csr_matrix((_transition_values(g, dtype), cp.asarray(g.indices, np.int32),
-                           cp.asarray(g.indptr, np.int32)), shape=(g.n, g.n))
+    return seed000_matrix(g, dtype)
 
 
 class _TorchCSR:
@@ -267,11 +256,13 @@ class _TorchCSR:
 def _torch_matrix(ctx: Any, g: Any, dtype: Any):
     import cupy as cp
 
+    from webrank.bench.suites.baselines import seed000_values
+
     torch = ctx.optional("torch", "torch.sparse baseline")
     if torch is None:
         return None
     try:
-        vals = torch.from_dlpack(_transition_values(g, dtype))
+        vals = torch.from_dlpack(seed000_values(g, dtype))
         crow = torch.from_dlpack(cp.asarray(g.indptr, np.int64))
         col = torch.from_dlpack(cp.asarray(g.indices, np.int64))
         mat = torch.sparse_csr_tensor(crow, col, vals, size=(g.n, g.n))
@@ -283,29 +274,18 @@ def _torch_matrix(ctx: Any, g: Any, dtype: Any):
     return _TorchCSR(torch, mat, dtype)
 
 
-def _seed_step(a: Any, x: Any, dangling_mask: Any, n: int):
-    """One iteration of seed 000's Algorithm 2 (float vector ops, one launch each)."""
-    import cupy as cp
-
-    y = a @ x
-    y *= ALPHA
-    w = x.sum() - y.sum()  # dangling mass and teleport in one scalar (x sums to 1)
-    y += w / n
-    res = cp.abs(y - x).sum()
-    return y, res
-
-
 def _baseline_ms(ctx: Any, a: Any, g: Any) -> float:
+    """Milliseconds per seed-000 iteration, queued without reading the residual."""
     import cupy as cp
 
-    n = g.n
-    dangling = cp.asarray(g.out_weight) == 0
+    from webrank.bench.suites.baselines import seed000_step
+
     iters = 20 if g.num_edges > 2**27 else 200
 
     def loop():
-        x = cp.full(n, 1.0 / n, dtype=a.dtype)
+        x = cp.full(g.n, 1.0 / g.n, dtype=a.dtype)
         for _ in range(iters):
-            x, _res = _seed_step(a, x, dangling, n)
+            x, _res = seed000_step(a, x, ALPHA)
         return x
 
     _, t = ctx.time(loop, device="gpu")
@@ -313,18 +293,10 @@ def _baseline_ms(ctx: Any, a: Any, g: Any) -> float:
 
 
 def _baseline_to_tol(a: Any, g: Any, max_iter: int = 1000) -> tuple[int, float]:
-    import cupy as cp
+    from webrank.bench.suites.baselines import seed000_power
 
-    n = g.n
-    dangling = cp.asarray(g.out_weight) == 0
-    x = cp.full(n, 1.0 / n, dtype=a.dtype)
-    res = math.inf
-    for k in range(1, max_iter + 1):
-        x, r = _seed_step(a, x, dangling, n)
-        res = float(r)  # the stopping test reads the residual every iteration
-        if res < TOL:
-            return k, res
-    return max_iter, res
+    _x, its, res = seed000_power(a, g.n, TOL, ALPHA, max_iter)
+    return its, res
 
 
 # -- memory ------------------------------------------------------------------------------
