@@ -42,6 +42,8 @@ _S63 = np.uint64(63)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 _TWO_M64 = 2.0 ** -64
+_TWO_64 = 2.0 ** 64
+_U64_MAX = np.uint64(FRAC_MAX)
 
 
 if HAVE_NUMBA:
@@ -51,7 +53,10 @@ if HAVE_NUMBA:
     def mulfrac(a, f, product):  # pragma: no cover - compiled
         """``round(a * f / 2**64)`` for uint64 ``a`` (Q1.63) and ``f`` (Q0.64)."""
         if product == PRODUCT_DOUBLE:
-            return np.uint64(np.float64(a) * (np.float64(f) * _TWO_M64) + 0.5)
+            r = np.float64(a) * (np.float64(f) * _TWO_M64) + 0.5
+            # a near 2**64 rounds up to 2**64 in float64: saturate (converting an
+            # out-of-range float to uint64 is undefined, and LLVM gives 2**63)
+            return _U64_MAX if r >= _TWO_64 else np.uint64(r)
         a_lo = a & _M32
         a_hi = a >> _S32
         f_lo = f & _M32
