@@ -187,7 +187,7 @@ def test_result_top_ties_and_save(tmp_path):
         r.save(tmp_path / "s.xyz")
     assert list(tmp_path.glob("*.tmp*")) == []
     df = r.to_pandas()
-    assert list(df.columns) == ["node", "score"]
+    assert list(df.columns) == ["node", "score", "rank"]
 
 
 REAL_CASES = ["web-NotreDame", "cnr-2000", "soc-Epinions1"]

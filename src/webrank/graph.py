@@ -167,6 +167,117 @@ class Graph:
         return cls._from_codes(src, dst, w, n, node_labels, duplicates, name)
 
     @classmethod
+    def from_dataframe(
+        cls,
+        df: Any,
+        source: str = "src",
+        target: str = "dst",
+        weight: str | None = None,
+        *,
+        labels: Literal["int", "string"] = "int",
+        node_ids: NodeIds = "appear",
+        duplicates: Duplicates = "collapse",
+        name: str | None = None,
+    ) -> Graph:
+        """Build a graph from an edge table: pandas, Polars, pyarrow, or any Arrow stream.
+
+        Every library takes one path, Arrow's C stream interface (``__arrow_c_stream__``,
+        implemented by pandas >= 2.2, Polars and pyarrow; an older pandas is converted
+        with ``pyarrow.Table.from_pandas``), then the code that reads Parquet edge
+        tables: the same edges give the same graph as ``webrank.load`` of a file.
+
+        Parameters
+        ----------
+        df : DataFrame or table
+            One row per edge ``source -> target``; other columns are ignored.
+        source, target : str, default "src", "dst"
+            Names of the id columns. Integer (or integral float) columns are node ids
+            (>= 0, < 2**63); string or categorical columns are node labels, numbered in
+            order of first appearance (``src[0], dst[0], src[1], ...``), exactly as
+            ``webrank.load(path, labels="string")`` numbers them.
+        weight : str, optional
+            Name of the weight column (numbers, finite, >= 0). Default None: unweighted,
+            whatever columns the table has.
+        labels : {"int", "string"}, default "int"
+            ``"string"`` treats integer id columns as labels too (kept as integers).
+        node_ids : {"appear", "range"}, default "appear"
+            Node set for integer ids, see :meth:`from_edges`.
+        duplicates : {"collapse", "sum"}, default "collapse"
+            Parallel edges: keep one (the last weight wins), or add their weights.
+        name : str, optional
+            Shown in messages and reports.
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        GraphFormatError
+            A missing column (the message lists the table's columns), a null (column and
+            first row, 0-based position), a negative, non-integer or too large id, an id
+            column of another type, a non-numeric, NaN, infinite or negative weight
+            (row and value).
+        TypeError
+            ``df`` is not a table.
+        ValueError
+            An unknown ``labels``, ``node_ids`` or ``duplicates`` value.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"src": ["a", "b", "c"], "dst": ["b", "c", "a"]})
+        >>> Graph.from_dataframe(df).labels.tolist()
+        ['a', 'b', 'c']
+        """
+        from webrank.io.frames import graph_from_dataframe
+
+        return graph_from_dataframe(df, source, target, weight, labels=labels,
+                                    node_ids=node_ids, duplicates=duplicates, name=name)
+
+    @classmethod
+    def from_scipy(
+        cls,
+        a: Any,
+        *,
+        weight: bool = True,
+        keep_zeros: bool = False,
+        name: str | None = None,
+    ) -> Graph:
+        """Build a graph from an adjacency matrix ``A[i, j]`` = weight of link ``i -> j``.
+
+        Parameters
+        ----------
+        a : scipy sparse array or matrix, or array_like, shape (n, n)
+            Any SciPy sparse format, or a dense 2-D array. Nodes are ``0..n-1``; a node
+            without links is isolated (dangling). Repeated entries of a COO matrix mean
+            their sum, as in SciPy.
+        weight : bool, default True
+            True: the entries are the link weights (finite, >= 0). False: every link
+            weighs 1 (the values only say where links are).
+        keep_zeros : bool, default False
+            False: a zero entry is not a link, stored (explicit) or not. True: an
+            explicit zero of a sparse matrix is a link of weight 0 (with
+            ``weight=False``, a link of weight 1). Dense arrays store no zeros.
+        name : str, optional
+            Shown in messages and reports.
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        GraphFormatError
+            A matrix that is not 2-D or not square (its shape is in the message), complex
+            or non-numeric entries, a NaN, infinite or negative entry (its ``(i, j)`` and
+            value).
+        """
+        from webrank.io.frames import graph_from_scipy
+
+        return graph_from_scipy(a, weight=weight, keep_zeros=keep_zeros, name=name)
+
+    @classmethod
     def _from_codes(
         cls,
         src: np.ndarray,

@@ -189,6 +189,44 @@ class PersonalizedPageRankResult:
                 "node": np.asarray(labels)[index.ravel()],
                 "score": score.ravel().astype(np.float64)}
 
+    def to_pandas(self, count: int | None = None) -> Any:
+        """The rows of :meth:`rows` as a ``pandas.DataFrame``: one row per (seed set, node)
+        of the top lists, best first within a seed set; needs pandas.
+
+        Parameters
+        ----------
+        count : int, optional
+            Rows per seed set (default: the kept top lists, or every node of a dense
+            result).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``seed_set`` (int64, 0-based), ``rank`` (int64, 1 = best), ``node`` (label),
+            ``score`` (float64).
+        """
+        from webrank.io.frames import columns_to_pandas
+
+        return columns_to_pandas(self.rows(count))
+
+    def to_arrow(self, count: int | None = None) -> Any:
+        """The rows of :meth:`rows` as a ``pyarrow.Table`` (columns as :meth:`to_pandas`).
+
+        Parameters
+        ----------
+        count : int, optional
+            Rows per seed set, as in :meth:`to_pandas` (default: all kept).
+
+        Returns
+        -------
+        pyarrow.Table
+            ``seed_set`` and ``rank`` (int64), ``node`` (int64 or string), ``score``
+            (double).
+        """
+        from webrank.io.frames import columns_to_arrow
+
+        return columns_to_arrow(self.rows(count))
+
     def summary(self) -> dict[str, Any]:
         """The run's metadata as a JSON-ready dict (no scores)."""
         return {

@@ -89,13 +89,43 @@ class PageRankResult:
         """``{label: score}`` for every node."""
         return dict(zip((_py(x) for x in self.labels), self.scores.tolist(), strict=True))
 
-    def to_pandas(self):
-        """A ``pandas.DataFrame`` with columns ``node`` and ``score`` (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("pandas is required for to_pandas(): pip install pandas") from None
-        return pd.DataFrame({"node": self.labels, "score": self.scores})
+    def ranking_columns(self) -> dict[str, np.ndarray]:
+        """Columns ``node`` (label), ``score`` and ``rank`` in node order.
+
+        ``rank`` is 1 for the highest score, ties broken by node index (the order of
+        :meth:`top`); int64.
+        """
+        from webrank.metrics import score_order
+
+        rank = np.empty(self.scores.size, dtype=np.int64)
+        rank[score_order(self.scores)] = np.arange(1, self.scores.size + 1)
+        return {"node": np.asarray(self.labels), "score": self.scores, "rank": rank}
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` of :meth:`ranking_columns`, one row per node in node
+        order (``df.sort_values("rank")`` for best first); needs pandas.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``node`` (labels: int64, or strings), ``score`` (float64), ``rank`` (int64,
+            1 = best).
+        """
+        from webrank.io.frames import columns_to_pandas
+
+        return columns_to_pandas(self.ranking_columns())
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of :meth:`ranking_columns`, one row per node in node order.
+
+        Returns
+        -------
+        pyarrow.Table
+            ``node`` (int64 or string), ``score`` (double), ``rank`` (int64, 1 = best).
+        """
+        from webrank.io.frames import columns_to_arrow
+
+        return columns_to_arrow(self.ranking_columns())
 
     def summary(self) -> dict[str, Any]:
         """The run's metadata as a JSON-ready dict (no scores)."""

@@ -66,27 +66,46 @@ def _load(path: str, fmt: str | None, labels: str, node_ids: str, unweighted: bo
         return load(path, **kwargs)
 
 
-class _IterationStatus:
-    """A status line on stderr that appears once a run has lasted ~2 s."""
+class _RunStatus:
+    """A status line on stderr while a run works: a spinner saying so while Numba compiles
+    a kernel (the first run after an install; seconds), and the iteration and residual
+    once a run has lasted ~2 s. ``self`` is the pagerank callback; :meth:`compiling`
+    is the :func:`webrank.kernels.cpu.compile_notice` one."""
+
+    COMPILING = ("compiling the CPU kernel for this machine (once after an install, "
+                 "cached for later runs)")
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.start = time.perf_counter()
         self.status = None
 
+    def _show(self, text: str) -> None:
+        if self.status is None:
+            self.status = _console(stderr=True).status(text)
+            self.status.start()
+        else:
+            self.status.update(text)
+
     def __call__(self, it: int, residual: float) -> None:
         if not self.enabled:
             return
-        if self.status is None:
-            if time.perf_counter() - self.start < 2.0:
-                return
-            self.status = _console(stderr=True).status("")
-            self.status.start()
-        self.status.update(f"iteration {it}, residual {residual:.3e}")
+        if self.status is None and time.perf_counter() - self.start < 2.0:
+            return
+        self._show(f"iteration {it}, residual {residual:.3e}")
+
+    def compiling(self, active: bool) -> None:
+        if not self.enabled:
+            return
+        if active:
+            self._show(self.COMPILING)
+        else:  # the next iteration brings the line back if the run goes on
+            self.close()
 
     def close(self) -> None:
         if self.status is not None:
             self.status.stop()
+            self.status = None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -157,10 +176,12 @@ def demo(alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
 
 def _run_and_report(g, load_s, *, top_k, as_json, output, **params) -> None:
     from webrank import pagerank
+    from webrank.kernels.cpu import compile_notice
 
-    status = _IterationStatus(enabled=not as_json and sys.stderr.isatty())
+    status = _RunStatus(enabled=not as_json and sys.stderr.isatty())
     try:
-        result = pagerank(g, raise_on_nonconvergence=False, callback=status, **params)
+        with compile_notice(status.compiling):
+            result = pagerank(g, raise_on_nonconvergence=False, callback=status, **params)
     finally:
         status.close()
     if output:
@@ -280,15 +301,21 @@ def convert(graph, out, fmt, labels, node_ids, unweighted) -> None:
 @click.argument("scores_a", type=click.Path())
 @click.argument("reference", type=click.Path())
 @click.option("--top", "k", default=100, show_default=True, help="Size of the top lists.")
+@click.option("--tie-tol", type=click.FloatRange(min=0), default=None,
+              help="Relative tolerance within which reference scores are tied "
+                   "[default: 1e-12; 0: exact ties only].")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def compare(scores_a, reference, k, as_json) -> None:
+def compare(scores_a, reference, k, tie_tol, as_json) -> None:
     """Compare the score file SCORES_A with REFERENCE (files written by `rank -o`).
 
-    Prints seed 003's measures (% of nodes in a wrong rank position, mean and variance of
-    the value displacement), Kendall tau, the top-k overlap and the L1/L2/Linf distances.
+    Prints seed 003's measures (% of nodes in a wrong rank position: outside the
+    positions their group of tied reference scores occupies; the strict count, with
+    ties ordered by node index, beside it; mean and variance of the value
+    displacement), Kendall tau, the top-k overlap and the L1/L2/Linf distances.
     """
     import numpy as np
 
+    from webrank.metrics import TIE_TOL
     from webrank.metrics import compare as compare_scores
     from webrank.result import load_scores
 
@@ -298,7 +325,8 @@ def compare(scores_a, reference, k, as_json) -> None:
         raise click.BadParameter("the two files rank different node sets")
     # align both on the reference's node order
     a = a[np.argsort(la, kind="stable")][np.argsort(np.argsort(lb, kind="stable"))]
-    result = compare_scores(a, b, k=k).to_dict()
+    result = compare_scores(a, b, k=k,
+                            tie_tol=TIE_TOL if tie_tol is None else tie_tol).to_dict()
     if as_json:
         click.echo(json.dumps(result))
         return

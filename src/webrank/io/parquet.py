@@ -4,23 +4,21 @@ The source, target and (optional) weight columns are named by ``columns`` (defau
 ``("src", "dst", "weight")``). Integer id columns are node ids (>= 0, < 2**63); string
 (or dictionary-of-string) columns are node labels, numbered in order of first
 appearance — ``labels="string"`` treats integer columns as labels too. Nulls are errors.
+The table read becomes a graph through :func:`webrank.io.frames.graph_from_arrow`, the
+function behind :meth:`Graph.from_dataframe` too.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io._open import Progress, check_input, compression_of
+from webrank.io.frames import graph_from_arrow, require_columns
 
 __all__ = ["read_parquet", "write_parquet"]
-
-_INT64_MAX = np.iinfo(np.int64).max
 
 
 def read_parquet(
@@ -71,8 +69,6 @@ def read_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if labels not in ("int", "string"):
-        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
     path = check_input(path)
     name = str(path) if name is None else name
     if compression_of(path):
@@ -91,16 +87,9 @@ def read_parquet(
         present = pf.schema_arrow.names
     except (pa.ArrowException, OSError, ValueError) as e:
         raise GraphFormatError(f"not a readable Parquet file: {e}", path=name) from None
-    missing = [c for c in (src_col, dst_col) if c not in present]
-    if weighted is True and (w_col is None or w_col not in present):
-        missing.append(w_col or "<weight>")
-    if missing:
-        raise GraphFormatError(
-            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}"
-            f"; the file has {', '.join(map(repr, present))} (pass columns=(src, dst, weight)"
-            " to choose)",
-            path=name,
-        )
+    required = [src_col, dst_col] + ([w_col] if weighted is True else [])
+    require_columns(present, required, name, where="the file",
+                    hint="columns=(src, dst, weight)")
     use_w = w_col is not None and w_col in present and weighted is not False
     wanted = [src_col, dst_col] + ([w_col] if use_w else [])
     try:
@@ -109,109 +98,9 @@ def read_parquet(
         raise GraphFormatError(f"cannot read the Parquet data: {e}", path=name) from None
     if progress is not None:
         progress(total, total)
-
-    s, d = _plain(table.column(src_col)), _plain(table.column(dst_col))
-    for col_name, col in ((src_col, s), (dst_col, d)):
-        if col.null_count:
-            k = _first_null(col)
-            raise GraphFormatError(f"column {col_name!r} is null in row {k}", path=name)
-    w = None
-    if use_w:
-        w = _weights(_plain(table.column(w_col)), w_col, name)
-
-    is_text = [pa.types.is_string(c.type) or pa.types.is_large_string(c.type)
-               or pa.types.is_binary(c.type) or pa.types.is_large_binary(c.type)
-               for c in (s, d)]
-    if labels == "string" or any(is_text):
-        from webrank.io.edgelist import factorize
-
-        if any(is_text):
-            # mixed text/int columns: labels are text
-            s, d = s.cast(pa.string()), d.cast(pa.string())
-        cs, cd, node_labels = factorize(s, d)
-        return Graph.from_edges(cs, cd, w, labels=node_labels, duplicates=duplicates,
-                                name=name)
-    src = _ids(s, src_col, name)
-    dst = _ids(d, dst_col, name)
-    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
-
-
-def _plain(col: Any) -> Any:
-    """Dictionary-encoded columns decoded to their value type."""
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(col.type):
-        return col.cast(col.type.value_type)
-    return col
-
-
-def _first_null(col: Any) -> int:
-    import pyarrow.compute as pc
-
-    return int(np.argmax(pc.is_null(col).to_numpy(zero_copy_only=False)))
-
-
-def _ids(col: Any, col_name: str, name: str) -> np.ndarray:
-    """An integer (or integral float) id column -> checked int64 array."""
-    import pyarrow as pa
-
-    t = col.type
-    if pa.types.is_integer(t):
-        a = col.to_numpy()
-        if pa.types.is_unsigned_integer(t) and a.size and a.max() > _INT64_MAX:
-            k = int(np.argmax(a > _INT64_MAX))
-            raise GraphFormatError(
-                f"column {col_name!r}, row {k}: node id {a[k]} is beyond the int64 range; "
-                'pass labels="string" to use the ids as labels',
-                path=name,
-            )
-        a = a.astype(np.int64, copy=False)
-    elif pa.types.is_floating(t):
-        f = col.to_numpy()
-        bad = ~np.isfinite(f) | (f != np.floor(f))
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise GraphFormatError(
-                f"column {col_name!r}, row {k}: node id {f[k]!r} is not an integer",
-                path=name,
-            )
-        a = f.astype(np.int64)
-    else:
-        raise GraphFormatError(
-            f"column {col_name!r} has type {t}; node ids must be integers or strings",
-            path=name,
-        )
-    if a.size and a.min() < 0:
-        k = int(np.argmin(a))
-        raise GraphFormatError(
-            f"column {col_name!r}, row {k}: negative node id {a[k]}", path=name
-        )
-    return a
-
-
-def _weights(col: Any, col_name: str, name: str) -> np.ndarray:
-    import pyarrow as pa
-
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
-            or pa.types.is_decimal(col.type)):
-        raise GraphFormatError(
-            f"weight column {col_name!r} has type {col.type}; weights must be numbers",
-            path=name,
-        )
-    if col.null_count:
-        raise GraphFormatError(
-            f"weight column {col_name!r} is null in row {_first_null(col)}", path=name
-        )
-    w = np.asarray(col.cast(pa.float64()).to_numpy(), dtype=np.float64)
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise GraphFormatError(
-            f"column {col_name!r}, row {k}: weight {float(w[k])} is not allowed; weights must "
-            "be finite and >= 0",
-            path=name,
-        )
-    return w
+    return graph_from_arrow(table, src_col, dst_col, w_col if use_w else None,
+                            labels=labels, node_ids=node_ids, duplicates=duplicates,
+                            name=name)
 
 
 def write_parquet(
