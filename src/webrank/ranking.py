@@ -144,6 +144,7 @@ def pagerank(
                        dtype=dtype, **_backend_options(options, kind))
     # the uniform start is made where it is used (no n-vector copy to the device)
     x0_dev = op.xp.full(n, 1.0 / n) if x0 is None else op.asarray(x0)
+    op.prepare_steps()
     op.synchronize()
     t1 = time.perf_counter()
     out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
@@ -151,10 +152,16 @@ def pagerank(
     op.synchronize()
     t2 = time.perf_counter()
 
-    scores = op.to_host(out.x).astype(np.float64, copy=False)
-    total = scores.sum()
-    if total > 0:
-        scores /= total  # a fresh array or the solver's own: no copy of n floats
+    x = out.x
+    on_device = op.xp is not np
+    if on_device:  # normalise where the vector is: one pass there, none on the host
+        total = float(x.sum())
+        x = x / total if total > 0 else x
+    scores = op.to_host(x).astype(np.float64, copy=False)
+    if not on_device:
+        total = scores.sum()
+        if total > 0:
+            scores /= total  # a fresh array or the solver's own: no copy of n floats
     result = PageRankResult(
         scores=scores,
         iterations=out.iterations,
@@ -171,7 +178,7 @@ def pagerank(
         setup_time=t1 - t0,
         device_name=_device_name(backend),
         graph=graph,
-        info=out.info,
+        info={**op.info, **out.info},
     )
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
@@ -179,7 +186,8 @@ def pagerank(
 
 
 _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
-                    "heavy_threshold", "gpu_links", "reorder")
+                    "heavy_threshold", "gpu_links", "reorder", "engine", "part_rows",
+                    "chunk_bits", "launch_steps")
 _HYBRID_ONLY = ("gpu_links",)
 
 
@@ -305,5 +313,6 @@ def _device_name(backend: str) -> str:
         return gpu_name() or "GPU"
     from webrank.kernels.cpu import num_threads
 
-    cpu = platform.processor() or platform.machine()
-    return f"{cpu} CPU, {num_threads()} threads"
+    # platform.machine(), not processor(): on Linux processor() runs `uname -p` in a
+    # subprocess (~15 ms of every first call) and mostly answers "" or the machine anyway
+    return f"{platform.machine()} CPU, {num_threads()} threads"

@@ -61,8 +61,15 @@ def gpu_name() -> str | None:
         return None
     import cupy
 
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = props["name"]
+    return _device_name(cupy.cuda.Device().id)
+
+
+@functools.cache
+def _device_name(device_id: int) -> str:
+    # cudaGetDeviceProperties reads every attribute: about 2 ms, once per device
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(device_id)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
@@ -95,16 +102,17 @@ def make_operator(
     dtype: str,
     **options: Any,
 ) -> PageRankOperator:
-    """The Google-matrix operator of ``graph`` on ``device``: "cpu", "gpu", or "hybrid"
-    (seed 002's CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
+    """The Google-matrix operator of ``graph`` on ``device``: "cpu", "gpu" (its engine
+    from the ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (seed
+    002's CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
     if device == "hybrid":
         from webrank.backends.hybrid import HybridOperator
 
         return HybridOperator(graph, alpha, personalization, dangling, dtype, **options)
     if device == "gpu":
-        from webrank.backends.gpu import GPUOperator
+        from webrank.backends.gpu_engines import make_gpu_operator
 
-        return GPUOperator(graph, alpha, personalization, dangling, dtype, **options)
+        return make_gpu_operator(graph, alpha, personalization, dangling, dtype, **options)
     from webrank.backends.cpu import CPUOperator
 
     return CPUOperator(graph, alpha, personalization, dangling, dtype)

@@ -73,6 +73,8 @@ class PageRankOperator(ABC):
         self.uniform_v = personalization is None
         self.uniform_d = dangling is None and personalization is None
         self.matvecs = 0  # Google-matrix products done so far (power steps count too)
+        #: what the backend did (engine, preprocessing), merged into the result's ``info``
+        self.info: dict[str, Any] = {}
         # float32 gathers iterate on the change x_k - x_{k-1} (see kernels.cpu.fused_step)
         self.delta_steps = self.dtype == np.float32
 
@@ -87,6 +89,11 @@ class PageRankOperator(ABC):
 
     def synchronize(self) -> None:
         """Wait for queued device work (no-op on the CPU)."""
+        return None
+
+    def prepare_steps(self) -> None:
+        """Build what :meth:`power_steps` needs (a layout, kernels), so that it counts as
+        setup time; a no-op for backends that need nothing more."""
         return None
 
     # -- the operator ---------------------------------------------------------------

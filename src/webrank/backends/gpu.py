@@ -16,12 +16,17 @@ from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
+from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
 
 _BLOCK = 256
 _CRIT = {"l1": 0, "l2": 1, "linf": 2}
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
+#: blocks per multiprocessor of the persistent kernel (at most what fits)
+PERSISTENT_BLOCKS_PER_SM = 4
+#: options only the pull-step engines (pull, persistent) take
+PULL_OPTIONS = ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder")
 # "auto" reorders graphs with at least this many edges: R-MAT 19 and up (H100: scale 26
 # 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
 REORDER_MIN_EDGES = 2**23
@@ -117,10 +122,15 @@ def _upload_csr(graph: Graph) -> dict[str, Any]:
 
 
 class GPUOperator(PageRankOperator):
-    """The Google matrix on an NVIDIA GPU (see :class:`~webrank.backends.base.PageRankOperator`).
+    """The Google matrix on an NVIDIA GPU (see :class:`~webrank.backends.base.PageRankOperator`):
+    the **pull** engine, one fused CSR kernel per step.
 
-    Options
-    -------
+    Other engines (:mod:`webrank.backends.gpu_blocked`) subclass it: they share the
+    device copy of the graph, the vectors, the CUDA-graph replay of :meth:`power_steps`
+    and the generic products, and replace :meth:`_setup_engine` and :meth:`_step`.
+
+    Options (every engine)
+    ----------------------
     check_every : int, default 16
         Power steps queued between two reads of the residual history (without graphs).
     graph_steps : int, default 32
@@ -129,6 +139,9 @@ class GPUOperator(PageRankOperator):
         return at once on the device, so the answer is that of the exact step count.
     use_graph : bool, default True
         False queues plain kernel launches instead (for comparison).
+
+    Options (pull engine)
+    ---------------------
     lanes_per_row : {1, 2, 4, 8, 16, 32}, optional
         Threads that share one row of at most HEAVY_THRESHOLD in-links; default from the
         average in-degree of those rows.
@@ -147,6 +160,7 @@ class GPUOperator(PageRankOperator):
     """
 
     name = "gpu"
+    engine = "pull"
 
     def __init__(
         self,
@@ -159,10 +173,7 @@ class GPUOperator(PageRankOperator):
         check_every: int = 16,
         graph_steps: int = 32,
         use_graph: bool = True,
-        lanes_per_row: int | None = None,
-        heavy_threshold: int = HEAVY_THRESHOLD,
-        gpu_links: int | None = None,
-        reorder: str | None = "auto",
+        **engine_options: Any,
     ) -> None:
         import cupy as cp
 
@@ -177,12 +188,6 @@ class GPUOperator(PageRankOperator):
         self.use_graph = bool(use_graph)
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
-        if reorder not in REORDERINGS:
-            raise ValueError(f"reorder must be one of {REORDERINGS}, not {reorder!r}")
-        self.heavy_threshold = int(heavy_threshold)
-        if gpu_links is not None:
-            # every row that is cut must go through the per-row sums
-            self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
         n = self.n
         # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
         work = n * (8 * 6 + 2 * self.dtype.itemsize)
@@ -190,10 +195,37 @@ class GPUOperator(PageRankOperator):
         self._g = _on_device(graph, ("csr",), csr_bytes + 17 * n + work,
                              lambda: _upload_csr(graph))
         tv = graph.transition_values()
-        weighted = tv is not None
+        self._weighted = tv is not None
         self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else _on_device(
             graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
             lambda: cp.asarray(tv.astype(self.dtype)))
+        self._inv_out = self._g["inv_out"]
+        self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
+        self._d = self._v if dangling is None else cp.asarray(dangling)
+        self._sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        #: what the engine did, merged into the result's ``info``
+        self.info: dict[str, Any] = {"engine": self.engine}
+        self._pull_ready = False
+        self._setup_engine(**engine_options)
+
+    def _setup_engine(
+        self,
+        *,
+        lanes_per_row: int | None = None,
+        heavy_threshold: int = HEAVY_THRESHOLD,
+        gpu_links: int | None = None,
+        reorder: str | None = "auto",
+    ) -> None:
+        """The pull engine's own state: split heavy rows, gather order, lanes per row."""
+        import cupy as cp
+
+        graph, n = self.graph, self.n
+        if reorder not in REORDERINGS:
+            raise ValueError(f"reorder must be one of {REORDERINGS}, not {reorder!r}")
+        self.heavy_threshold = int(heavy_threshold)
+        if gpu_links is not None:
+            # every row that is cut must go through the per-row sums
+            self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
         self._heavy = _on_device(
             graph, ("heavy", self.heavy_threshold, gpu_links),
             24 * graph.num_edges // HEAVY_SEGMENT,
@@ -212,20 +244,18 @@ class GPUOperator(PageRankOperator):
                 lambda: _gather_order(self._g["indices"], n, reorder))
         self._n_heavy = self._heavy["n_heavy"]
         self._nseg = int(self._heavy["seg_row"].size)
-        self._inv_out = self._g["inv_out"]
-        self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
-        self._d = self._v if dangling is None else cp.asarray(dangling)
         if lanes_per_row is None:
             self._group = kernels.pick_group(self._heavy["light_mean"] / 16)
         elif lanes_per_row in kernels.GROUPS:
             self._group = int(lanes_per_row)
         else:
             raise ValueError(f"lanes_per_row must be one of {kernels.GROUPS}")
+        weighted = self._weighted
         self._kernel = kernels.get_kernel(
             graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
             self._group,
         )
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = self._sms
         rows_per_block = _BLOCK // self._group
         self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
         # per-row sums of the split rows (zero again after each step reads them)
@@ -237,7 +267,15 @@ class GPUOperator(PageRankOperator):
             self._heavy_grid = int(min(-(-self._nseg // (_BLOCK // 32)), sms * 16))
         # rows above this many in-links take the heavy path (none: no row does)
         self._threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
-        self._weighted = weighted
+        self._pull_ready = True
+
+    def prepare_steps(self) -> None:
+        """Build what :meth:`power_steps` needs (the pull engine has it from the start);
+        engines with a layout of their own build it here, once, inside setup time."""
+
+    def _begin_steps(self) -> None:
+        """Reset per-run device state before the first step of :meth:`power_steps`."""
+        self._heavy_sum.fill(0)
 
     def _gather_vector(self, x: Any) -> Any:
         """``x / out_degree`` in the storage dtype and in the gather order."""
@@ -264,6 +302,13 @@ class GPUOperator(PageRankOperator):
     def dangling_mass(self, x: Any) -> float:
         return float(x[self._g["dangling"]].sum())
 
+    def _dangling_weights(self) -> Any:
+        """1.0 at dangling nodes, 0.0 elsewhere (float64): ``x @ w`` is the dangling mass
+        with no host synchronisation."""
+        if "dangling_f" not in self._g:
+            self._g["dangling_f"] = self._g["dangling"].astype(np.float64)
+        return self._g["dangling_f"]
+
     def _pt(self):
         import cupyx.scipy.sparse as csp
 
@@ -283,11 +328,12 @@ class GPUOperator(PageRankOperator):
         return self._pt() @ (x * self._inv_out)
 
     # -- the fused hot loop -----------------------------------------------------------
-    def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+    def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
               chunk_len, max_steps):
-        """Queue one fused step (reads ``row_in``, accumulates into ``row_out``)."""
+        """Queue one fused step (reads ``row_in``, accumulates into ``row_out``; ``mode``
+        is a :mod:`webrank.kernels.cuda_common` step mode)."""
         self._launch_heavy(xs_in, row_in, step0, chunk_len, max_steps)
-        self._launch_fused(xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+        self._launch_fused(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                            chunk_len, max_steps)
 
     def _launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps):
@@ -302,7 +348,7 @@ class GPUOperator(PageRankOperator):
                  self._chunk, np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
             )
 
-    def _launch_fused(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+    def _launch_fused(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                       chunk_len, max_steps):
         """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
         g = self._g
@@ -311,7 +357,7 @@ class GPUOperator(PageRankOperator):
             (np.int64(self.n), g["indptr"], self._gather_indices, self._vals, xs_in, x_in,
              self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
              self._inv_out, np.float64(self.alpha), row_in, row_out, np.int32(self._crit),
-             np.float64(self._tol_cmp), np.int32(delta), x_out, xs_out, self._chunk,
+             np.float64(self._tol_cmp), np.int32(mode), x_out, xs_out, self._chunk,
              np.int64(step0), np.int64(chunk_len), np.int64(max_steps),
              np.int64(self._threshold), self._heavy_sum, np.int32(self.reorder is not None),
              self._xs_pos),
@@ -326,36 +372,36 @@ class GPUOperator(PageRankOperator):
                                converged=False)
         self._crit = _CRIT[criterion]
         self._tol_cmp = tol * tol if criterion == "l2" else tol
+        self.prepare_steps()
         with self._stream:
             x0 = cp.array(x, dtype=np.float64)
             xs0 = self._gather_vector(x0)
             xb = [cp.empty_like(x0), cp.empty_like(x0)]
             xsb = [cp.empty_like(xs0), cp.empty_like(xs0)]
             B = self.graph_steps
-            # row s: (residual, dangling mass, mass) after step s; row 0 describes x0
-            hist = cp.zeros((max_steps + 2 + B, 3), dtype=np.float64)
+            # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
+            hist = cp.zeros((max_steps + 2 + B, ACC_WIDTH), dtype=np.float64)
             hist[0, 0] = np.inf
-            hist[0, 1] = self.dangling_mass(x0)
+            hist[0, 1] = cp.dot(x0, self._dangling_weights())
+            hist[0, 2] = x0.sum()
+            hist[0, 3] = cp.abs(x0).sum()
             self._chunk = cp.zeros(1, dtype=np.uint64)
-            self._heavy_sum.fill(0)
-            # step 1 is always a plain step; step s >= 1 writes xb[(s - 1) % 2]
-            self._step(xs0, x0, hist[0], hist[1], False, xb[0], xsb[0], 1, 0, max_steps)
-            if self.delta_steps:
-                # from now on gather (x_s - x_{s-1}) / out (see kernels.cpu.fused_step)
-                d1 = xb[0] - x0
-                xsb[0][...] = self._gather_vector(d1)
-                hist[1, 1] = d1[self._g["dangling"]].sum()
-                hist[1, 2] = d1.sum()
-            delta = self.delta_steps
+            self._begin_steps()
+            # step 1 is a plain step (whose outputs are the change x_1 - x_0 when the run
+            # goes on with delta steps); step s >= 1 writes xb[(s - 1) % 2]
+            delta = DELTA if self.delta_steps else PLAIN
+            self._step(xs0, x0, hist[0], hist[1], FIRST_DELTA if self.delta_steps else PLAIN,
+                       xb[0], xsb[0], 1, 0, max_steps)
             use_graph = self.use_graph and max_steps - 1 >= 2 * B
             if use_graph:
-                ring = cp.zeros((B + 1, 3), dtype=np.float64)
+                ring = cp.zeros((B + 1, ACC_WIDTH), dtype=np.float64)
                 ring[0] = hist[1]
                 self._stream.begin_capture()
                 for r in range(B):
                     self._step(xsb[r % 2], xb[r % 2], ring[r], ring[r + 1], delta,
                                xb[(r + 1) % 2], xsb[(r + 1) % 2], 2 + r, B, max_steps)
-                kernels.get_archive_kernel()((1,), (128,), (ring, np.int64(B), hist[2:],
+                kernels.get_archive_kernel()((1,), (128,), (ring, np.int64(B),
+                                                            np.int32(ACC_WIDTH), hist[2:],
                                                             self._chunk))
                 graph = self._stream.end_capture()
             done, first, stop = 1, 1, None
@@ -520,3 +566,88 @@ class GPUOperator(PageRankOperator):
         self.matvecs += steps
         return StepsResult(x=bufs[steps % 2][0], residuals=residuals,
                            converged=stop is not None)
+
+
+class PersistentGPUOperator(GPUOperator):
+    """The ``"persistent"`` engine: every power step of a solve in one cooperative launch.
+
+    The pull engine's step (the split rows' segments, then the rows), separated by
+    grid-wide barriers, with the residual test on the device
+    (:mod:`webrank.kernels.cuda`'s ``wr_pull_solve``): one launch and one synchronisation
+    per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
+    tens of microseconds. Takes the pull engine's options, and
+
+    launch_steps : int, optional
+        Steps per launch (default: all of them, so a solve is one launch; with a
+        ``callback`` the default is 64, so that progress is reported).
+    """
+
+    engine = "persistent"
+
+    def _setup_engine(self, *, launch_steps: int | None = None, **pull_options: Any) -> None:
+        import cupy as cp
+
+        if launch_steps is not None and (isinstance(launch_steps, bool)
+                                         or int(launch_steps) < 1):
+            raise ValueError("launch_steps must be a positive integer")
+        self.launch_steps = None if launch_steps is None else int(launch_steps)
+        super()._setup_engine(**pull_options)
+        g = self.graph
+        self._solve = kernels.get_kernel(g.indptr.dtype.name, g.indices.dtype.name,
+                                         self.dtype.name, self._weighted, self._group,
+                                         solve=True)
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self._solve.kernel.ptr, _BLOCK, 0)
+        # fewer blocks than fit: a grid-wide barrier costs about one atomic per block
+        self._solve_grid = int(max(1, min(per_sm, PERSISTENT_BLOCKS_PER_SM)) * self._sms)
+        self.info["persistent_grid"] = self._solve_grid
+
+    def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
+                    callback: Any = None) -> StepsResult:
+        cp = self.xp
+        if max_steps < 1:
+            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
+                               converged=False)
+        crit = _CRIT[criterion]
+        tol_cmp = tol * tol if criterion == "l2" else tol
+        batch = self.launch_steps or (64 if callback is not None else max_steps)
+        h = self._heavy
+        with self._stream:
+            xa = cp.array(x, dtype=np.float64)
+            xb = cp.empty_like(xa)
+            xsa = self._gather_vector(xa)
+            xsb = cp.empty_like(xsa)
+            # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
+            hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
+            hist[0, 0] = np.inf
+            hist[0, 1] = cp.dot(xa, self._dangling_weights())
+            self._heavy_sum.fill(0)
+            first, stop = 1, None
+            while stop is None and first <= max_steps:
+                last = min(first + batch - 1, max_steps)
+                self._solve(
+                    (self._solve_grid,), (_BLOCK,),
+                    (np.int64(self.n), self._g["indptr"], self._gather_indices, self._vals,
+                     xa, xb, xsa, xsb, self._v, self._d, np.int32(self.uniform_v),
+                     np.int32(self.uniform_d), self._inv_out, np.float64(self.alpha),
+                     np.int64(self._nseg), h["seg_row"], h["begin"], h["end"],
+                     np.int64(self._threshold), self._heavy_sum,
+                     np.int32(self.reorder is not None), self._xs_pos, hist, np.int64(first),
+                     np.int64(last), np.int32(self.delta_steps), np.int32(crit),
+                     np.float64(tol_cmp)))
+                res = cp.asnumpy(hist[first:last + 1, 0])  # the one sync per launch
+                below = np.flatnonzero(res < tol_cmp)
+                if below.size:
+                    stop = first + int(below[0])
+                if callback is not None:
+                    r = res[below[0]] if below.size else res[-1]
+                    callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+                first = last + 1
+            steps = stop if stop is not None else max_steps
+            residuals = cp.asnumpy(hist[1:steps + 1, 0])
+        if crit == 1:
+            residuals = np.sqrt(residuals)
+        self.matvecs += steps
+        return StepsResult(x=(xb if steps % 2 else xa), residuals=residuals,
+                           converged=stop is not None)
+

@@ -57,7 +57,8 @@ class HybridOperator(GPUOperator):
         if isinstance(gpu_links, bool) or not isinstance(gpu_links, int | np.integer) \
                 or gpu_links < 1:
             raise ValueError(f"gpu_links must be a positive integer, not {gpu_links!r}")
-        for fixed in ("use_graph", "check_every", "reorder"):
+        for fixed in ("use_graph", "check_every", "reorder", "engine", "part_rows",
+                      "chunk_bits", "launch_steps"):
             if fixed in options:
                 raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
         # the CPU's share gathers from the host CSR in the graph's own order
@@ -88,12 +89,12 @@ class HybridOperator(GPUOperator):
             "steps": 0,
         }
 
-    def _step(self, xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+    def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
               chunk_len, max_steps):
         """One step with the long rows' tails summed on the CPU while the GPU works."""
         self.stats["steps"] += 1
         if not self._tail_begin.size:
-            return super()._step(xs_in, x_in, row_in, row_out, delta, x_out, xs_out,
+            return super()._step(xs_in, x_in, row_in, row_out, mode, x_out, xs_out,
                                  step0, chunk_len, max_steps)
         t0 = time.perf_counter()
         xs_in.get(stream=self._stream, out=self._xs_host)  # waits for the previous step
@@ -104,7 +105,7 @@ class HybridOperator(GPUOperator):
         t2 = time.perf_counter()
         self._tail_dev.set(self._tail_host, stream=self._stream)
         self._heavy_sum[self._tail_rows] += self._tail_dev  # rows are distinct
-        self._launch_fused(xs_in, x_in, row_in, row_out, delta, x_out, xs_out, step0,
+        self._launch_fused(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                            chunk_len, max_steps)
         self.stats["wait_seconds"] += t1 - t0
         self.stats["cpu_seconds"] += t2 - t1

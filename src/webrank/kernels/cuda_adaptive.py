@@ -18,9 +18,8 @@ so the host queues several steps and reads the residuals once. The gather loop,
 
 from __future__ import annotations
 
-import functools
-
 from webrank.kernels import cuda
+from webrank.kernels.cuda_common import CTYPE, compiled_kernel
 
 BLOCK = 256
 
@@ -161,27 +160,16 @@ __global__ void wr_adaptive_block_rows(
 }
 """
 
-_CTYPE = {"int32": "int", "int64": "i64"}
 
 
 def kernel_name(ip: str, ix: str, weighted: bool, group: int | None) -> str:
     """The template instantiation: ``group`` lanes per row, or block per row (None)."""
     w = "true" if weighted else "false"
     if group is None:
-        return f"wr_adaptive_block_rows<{_CTYPE[ip]}, {_CTYPE[ix]}, {w}>"
-    return f"wr_adaptive_rows<{_CTYPE[ip]}, {_CTYPE[ix]}, {w}, {group}>"
-
-
-@functools.cache
-def _compiled(device_id: int, name: str):
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
+        return f"wr_adaptive_block_rows<{CTYPE[ip]}, {CTYPE[ix]}, {w}>"
+    return f"wr_adaptive_rows<{CTYPE[ip]}, {CTYPE[ix]}, {w}, {group}>"
 
 
 def get_kernel(ip: str, ix: str, weighted: bool, group: int | None):
     """The adaptive-step kernel for these index types (``group`` None: block per row)."""
-    import cupy
-
-    return _compiled(cupy.cuda.Device().id, kernel_name(ip, ix, weighted, group))
+    return compiled_kernel(SOURCE, kernel_name(ip, ix, weighted, group))

@@ -21,7 +21,7 @@ A step whose predecessor's residual is below ``tol_cmp`` returns at once (its ro
 
 from __future__ import annotations
 
-import functools
+from webrank.kernels.cuda_common import CTYPE, compiled_kernel
 
 SOURCE = r"""
 typedef long long i64;
@@ -175,7 +175,6 @@ __global__ void wr_fixed_step(
 }
 """
 
-_CTYPE = {"int32": "int", "int64": "i64"}
 
 
 def kernel_name(kind: str, ip: str, ix: str, weighted: bool, product: int,
@@ -185,22 +184,12 @@ def kernel_name(kind: str, ip: str, ix: str, weighted: bool, product: int,
     if kind == "scale":
         return f"wr_fixed_scale<{product}>"
     if kind == "heavy":
-        return f"wr_fixed_heavy<{_CTYPE[ip]}, {_CTYPE[ix]}, {w}, {product}>"
-    return f"wr_fixed_step<{_CTYPE[ip]}, {_CTYPE[ix]}, {w}, {product}, {group}>"
-
-
-@functools.cache
-def _compiled(device_id: int, name: str):
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
+        return f"wr_fixed_heavy<{CTYPE[ip]}, {CTYPE[ix]}, {w}, {product}>"
+    return f"wr_fixed_step<{CTYPE[ip]}, {CTYPE[ix]}, {w}, {product}, {group}>"
 
 
 def get_kernel(kind: str, ip: str, ix: str, weighted: bool, product: int,
                group: int | None = None):
     """A fixed-point kernel (see :func:`kernel_name`), compiled on first use."""
-    import cupy
-
-    return _compiled(cupy.cuda.Device().id, kernel_name(kind, ip, ix, weighted, product,
+    return compiled_kernel(SOURCE, kernel_name(kind, ip, ix, weighted, product,
                                                         group))

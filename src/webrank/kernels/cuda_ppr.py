@@ -18,7 +18,7 @@ block, fused like the single-vector step of :mod:`webrank.kernels.cuda`:
 
 from __future__ import annotations
 
-import functools
+from webrank.kernels.cuda_common import CTYPE, compiled_kernel
 
 SEGMENT = 512  # in-links per work item of a long row
 CPLS = (1, 2, 4, 8)  # columns per lane: blocks of up to 32, 64, 128, 256 columns
@@ -145,13 +145,12 @@ __global__ void wr_ppr_step(
 }
 """
 
-_CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double"}
 
 
 def kernel_name(ip: str, ix: str, t: str, weighted: bool, cpl: int) -> str:
     """The template instantiation for these index/value types and columns per lane."""
     w = "true" if weighted else "false"
-    return f"wr_ppr_step<{_CTYPE[ip]}, {_CTYPE[ix]}, {_CTYPE[t]}, {w}, {cpl}>"
+    return f"wr_ppr_step<{CTYPE[ip]}, {CTYPE[ix]}, {CTYPE[t]}, {w}, {cpl}>"
 
 
 def columns_per_lane(b: int) -> int:
@@ -162,16 +161,6 @@ def columns_per_lane(b: int) -> int:
     raise ValueError(f"a block has at most {32 * CPLS[-1]} columns, not {b}")
 
 
-@functools.cache
-def _compiled(device_id: int, name: str):
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
-
-
 def get_kernel(ip: str, ix: str, t: str, weighted: bool, cpl: int):
     """The compiled block step (compiled on first use; CuPy caches it on disk)."""
-    import cupy
-
-    return _compiled(cupy.cuda.Device().id, kernel_name(ip, ix, t, weighted, cpl))
+    return compiled_kernel(SOURCE, kernel_name(ip, ix, t, weighted, cpl))

@@ -1,0 +1,249 @@
+"""The ``"blocked"`` GPU engine: propagation blocking (layout: :mod:`webrank.blocking`).
+
+Each power step is two kernels, a scatter and a gather
+(:mod:`webrank.kernels.cuda_blocked`), replayed as a CUDA graph like the pull engine's
+step (:class:`BlockedGPUOperator` shares :class:`~webrank.backends.gpu.GPUOperator`'s
+replay). Every DRAM access is a sequential stream: about 12 bytes per link in float32
+against the pull engine's 4-byte index plus a random 32-byte sector.
+
+The layout is built on the device (a count and a fill kernel, about two passes over the
+in-link indices) when the first power step needs it, inside the setup time, and cached on
+the graph per device, precision and plan.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.base import StepsResult
+from webrank.backends.gpu import GPUOperator, _on_device
+from webrank.blocking import (
+    MAX_LOCAL,
+    BlockedLayout,
+    BlockPlan,
+    part_order_of,
+    plan_blocks,
+    tiles_of,
+)
+from webrank.errors import DeviceMemoryError
+from webrank.kernels import cuda_blocked as kb
+
+__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device"]
+
+#: options only the blocked engine takes
+BLOCKED_OPTIONS = ("part_rows", "chunk_bits")
+
+#: shared memory one gather block may use for its partition's sums (8-byte fixed point, see
+#: kernels.cuda_blocked): two blocks per SM must fit in an H100/H200 SM's 228 KiB beside
+#: their static arrays (about 9 KiB each)
+SUMS_BYTES = 96 * 1024
+SUM_ITEMSIZE = 8
+#: source-chunk slice of xs a scatter block holds by default, and at most (one block an SM)
+WINDOW_BYTES = 64 * 1024
+WINDOW_BYTES_MAX = 128 * 1024
+
+
+def default_plan_args(dtype: np.dtype) -> dict[str, int]:
+    """Partition rows and chunk bits that fit the shared-memory budgets for ``dtype``."""
+    item = np.dtype(dtype).itemsize
+    rows = min(MAX_LOCAL, SUMS_BYTES // SUM_ITEMSIZE)
+    bits = int(np.log2(WINDOW_BYTES // item))
+    return {"part_rows_max": rows, "chunk_bits_max": bits}
+
+
+def blocked_device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32",
+                         weighted: bool = False, num_blocks: int | None = None) -> int:
+    """Device memory the blocked layout and its message buffer take, in bytes.
+
+    Per link: the 16-bit source and destination offsets and one message in the storage
+    ``dtype``, plus the per-link value of a weighted graph; per (chunk, partition) block:
+    8-byte pointers in two tables plus the counts the build holds for a moment; 8 bytes
+    per node for the partition bookkeeping. ``num_blocks`` defaults to one block per 128
+    links. The CSR the layout is built from is not included.
+    """
+    item = np.dtype(dtype).itemsize
+    blocks = num_blocks if num_blocks is not None else max(1, num_edges // 128)
+    per_link = 2 + 2 + item + (item if weighted else 0)
+    return int(num_edges * per_link + 24 * blocks + 8 * num_nodes)
+
+
+def build_on_device(graph: Any, csr: dict[str, Any], vals: Any, plan: BlockPlan,
+                    dtype: np.dtype, sms: int) -> BlockedLayout:
+    """The layout of ``plan`` built from the device CSR by the count and fill kernels."""
+    import cupy as cp
+
+    num_parts, num_chunks, bits = plan.num_parts, plan.num_chunks, plan.chunk_bits
+    indptr, indices = csr["indptr"], csr["indices"]
+    ip, ix = indptr.dtype.name, indices.dtype.name
+    part_ptr = cp.asarray(plan.part_ptr)
+    weighted = vals is not None
+    grid = int(min(num_parts, 4 * sms))
+    counts = cp.zeros(num_chunks * num_parts, dtype=cp.int64)
+    cw = int(min(num_chunks, kb.COUNT_WINDOW))
+    count = kb.get(kb.count_name(ip, ix))
+    count.max_dynamic_shared_size_bytes = 4 * cw
+    count((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
+                                 np.int32(bits), np.int64(num_chunks), np.int32(cw), counts),
+          shared_mem=4 * cw)
+    blk_ptr = cp.zeros(num_chunks * num_parts + 1, dtype=cp.int64)
+    cp.cumsum(counts, out=blk_ptr[1:])
+    del counts
+    m = int(blk_ptr[-1])
+    src_local = cp.empty(m, dtype=cp.uint16)
+    dst_local = cp.empty(m, dtype=cp.uint16)
+    vals_out = cp.empty(m, dtype=dtype) if weighted else cp.zeros(1, dtype=dtype)
+    fw = int(min(num_chunks, kb.FILL_WINDOW))
+    smem = 8 * fw + 4 * (plan.part_rows_max + 1)
+    fill = kb.get(kb.fill_name(ip, ix, dtype.name, weighted))
+    fill.max_dynamic_shared_size_bytes = smem
+    fill((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
+                                vals if weighted else vals_out, np.int32(bits),
+                                np.int64(num_chunks), np.int32(fw), blk_ptr, src_local,
+                                dst_local, vals_out), shared_mem=smem)
+    tile_ptr, tile_chunk = tiles_of(blk_ptr, num_parts, num_chunks, plan.tile_entries)
+    return BlockedLayout(plan=plan, blk_ptr=blk_ptr, src_local=src_local, dst_local=dst_local,
+                         vals=vals_out if weighted else None, tile_ptr=tile_ptr,
+                         tile_chunk=tile_chunk,
+                         part_order=part_order_of(blk_ptr, num_parts, num_chunks))
+
+
+def part_major_blocks(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
+    """The block table partition-major, ``(P + 1) x C``: block (c, p) is entries
+    ``t[p, c] : t[p + 1, c]`` (row P holds each chunk's end), so that the gather reads
+    one partition's block bounds in two coalesced rows."""
+    xp = __import__("cupy") if type(blk_ptr).__module__.startswith("cupy") else np
+    table = xp.empty((num_parts + 1, num_chunks), dtype=xp.int64)
+    table[:num_parts] = blk_ptr[:-1].reshape(num_chunks, num_parts).T
+    table[num_parts] = blk_ptr[num_parts::num_parts]
+    return table
+
+
+class BlockedGPUOperator(GPUOperator):
+    """The ``"blocked"`` engine: propagation blocking, a scatter and a gather kernel per
+    step (see the module docstring; shares :class:`~webrank.backends.gpu.GPUOperator`'s
+    CUDA-graph replay).
+
+    Options
+    -------
+    part_rows : int, optional
+        Most rows per destination partition (default: what fits in a block's 96 KiB of
+        shared-memory sums: 24,576 in float32, 12,288 in float64).
+    chunk_bits : int, optional
+        Largest source chunk, ``2**chunk_bits`` ids (default: 64 KiB of ``xs``; at most
+        128 KiB).
+    """
+
+    engine = "blocked"
+
+    def _setup_engine(self, *, part_rows: int | None = None, chunk_bits: int | None = None
+                      ) -> None:
+        self.reorder = None  # xs is kept in the graph's own order
+        args = default_plan_args(self.dtype)
+        if part_rows is not None:
+            if not 1 <= int(part_rows) <= args["part_rows_max"]:
+                raise ValueError(f"part_rows must be in 1..{args['part_rows_max']} for "
+                                 f"{self.dtype.name}, not {part_rows!r}")
+            args["part_rows_max"] = int(part_rows)
+        if chunk_bits is not None:
+            top = int(np.log2(WINDOW_BYTES_MAX // self.dtype.itemsize))
+            if not 6 <= int(chunk_bits) <= top:
+                raise ValueError(f"chunk_bits must be in 6..{top} for {self.dtype.name}, "
+                                 f"not {chunk_bits!r}")
+            args["chunk_bits_max"] = int(chunk_bits)
+        self._plan_args = args
+        self._layout: BlockedLayout | None = None
+
+    # -- the layout, built when the first power step needs it ---------------------------
+    def prepare_steps(self) -> None:
+        if self._layout is not None:
+            return
+        import cupy as cp
+
+        graph = self.graph
+        t0 = time.perf_counter()
+        plan = plan_blocks(self._g["indptr"], n_src=self.n, workers=self._sms,
+                           **self._plan_args)
+        key = ("blocked", self.dtype.name, plan.part_rows_max, plan.chunk_bits,
+               int(plan.part_ptr.size))
+        weighted = self._weighted
+        need = blocked_device_bytes(self.n, graph.num_edges, self.dtype.name, weighted,
+                                    plan.num_parts * plan.num_chunks)
+        built = ("gpu", cp.cuda.Device().id, *key) in graph._cache
+
+        def build() -> dict[str, Any]:
+            layout = build_on_device(graph, self._g, self._vals if weighted else None, plan,
+                                     self.dtype, self._sms)
+            table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
+            return {"layout": layout, "part_blocks": table}
+
+        cached = _on_device(graph, key, need, build)
+        self._layout = cached["layout"]
+        self._part_blocks = cached["part_blocks"]
+        self._part_ptr = cp.asarray(plan.part_ptr)
+        m = self._layout.num_entries
+        try:
+            self._msg = cp.empty(m + 4, dtype=self.dtype)  # 4 more: 16-byte stores
+        except cp.cuda.memory.OutOfMemoryError:
+            raise DeviceMemoryError(m * self.dtype.itemsize, cp.cuda.runtime.memGetInfo()[0],
+                                    f"{graph!r} (message buffer)") from None
+        cp.cuda.get_current_stream().synchronize()
+        self.info.update({
+            "engine": self.engine,
+            "parts": plan.num_parts, "chunks": plan.num_chunks,
+            "chunk_bits": plan.chunk_bits, "part_rows_max": plan.part_rows_max,
+            "tiles": self._layout.num_tiles,
+            "layout_bytes": self._layout.nbytes + int(self._part_blocks.nbytes),
+            "layout_build_s": 0.0 if built else time.perf_counter() - t0,
+        })
+        self._scatter_smem = (1 << plan.chunk_bits) * self.dtype.itemsize
+        self._gather_smem = plan.part_rows_max * SUM_ITEMSIZE
+        self._inv_n = 1.0 / self.n
+
+    def _begin_steps(self) -> None:
+        if not hasattr(self, "_scatter"):
+            t, w = self.dtype.name, self._weighted
+            self._scatter = kb.get(kb.scatter_name(t, w))
+            self._scatter.max_dynamic_shared_size_bytes = self._scatter_smem
+            self._gather = kb.get(kb.gather_name(t))
+            self._gather.max_dynamic_shared_size_bytes = self._gather_smem
+
+    def _ensure_pull(self) -> None:
+        """The pull engine's state, for the methods that only it implements (adaptive,
+        fixed point): set up on first use."""
+        if not self._pull_ready:
+            GPUOperator._setup_engine(self, reorder=None)
+
+    def adaptive_steps(self, *args: Any, **kwargs: Any) -> StepsResult:
+        self._ensure_pull()
+        return super().adaptive_steps(*args, **kwargs)
+
+    def fixed_steps(self, *args: Any, **kwargs: Any) -> StepsResult:
+        self._ensure_pull()
+        return super().fixed_steps(*args, **kwargs)
+
+    # -- one step: scatter, then gather and finish -------------------------------------
+    def _layout_args(self) -> tuple:
+        L = self._layout
+        return (np.int64(L.num_tiles), L.tile_ptr, L.tile_chunk, np.int32(L.plan.chunk_bits),
+                np.int64(self.n), L.src_local, L.vals if L.vals is not None else self._vals)
+
+    def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0, chunk_len,
+              max_steps):
+        L = self._layout
+        skip = (row_in, np.float64(self._tol_cmp), self._chunk, np.int64(step0),
+                np.int64(chunk_len), np.int64(max_steps))
+        grid = int(min(L.num_tiles, 2 * self._sms))
+        self._scatter((grid,), (kb.BLOCK,), (*self._layout_args(), xs_in, self._msg, *skip),
+                      shared_mem=self._scatter_smem)
+        self._gather(
+            (L.num_parts,), (kb.BLOCK,),
+            (np.int64(L.num_parts), np.int64(L.num_chunks), L.part_order, self._part_ptr,
+             self._part_blocks, L.dst_local, self._msg, x_in, self._v, self._d,
+             np.int32(self.uniform_v), np.int32(self.uniform_d), self._inv_out,
+             np.float64(self.alpha), np.float64(self._inv_n), np.int64(0), row_in, row_out,
+             np.int32(self._crit), np.float64(self._tol_cmp), np.int32(mode), x_out, xs_out,
+             *skip[2:]),
+            shared_mem=self._gather_smem)

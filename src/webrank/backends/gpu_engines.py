@@ -1,0 +1,103 @@
+"""The GPU engines and ``engine="auto"``: which one runs a graph.
+
+=============  ==========================================  ====================================
+engine         a power step                                made for
+=============  ==========================================  ====================================
+``pull``       one fused CSR kernel (rows gather ``xs``),  any graph; 4 bytes per link of
+               replayed as a CUDA graph                    device memory
+``persistent`` the pull step inside one cooperative        graphs whose CSR and vectors fit
+               kernel running every step of a solve        in L2: no launch gaps, one
+                                                           synchronisation per solve
+``blocked``    propagation blocking: a scatter and a       graphs past L2: sequential
+               gather kernel (:mod:`webrank.blocking`)     streams instead of random gathers
+=============  ==========================================  ====================================
+
+:func:`choose_engine` picks from the graph's size and the device's L2 and free memory;
+the measurements behind the thresholds are in ``docs/benchmarks.md`` (``webrank bench
+gpu`` runs every engine side by side, and the chosen one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.gpu import PULL_OPTIONS, GPUOperator, PersistentGPUOperator
+from webrank.backends.gpu_blocked import (
+    BLOCKED_OPTIONS,
+    BlockedGPUOperator,
+    blocked_device_bytes,
+)
+
+__all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
+
+ENGINES = ("auto", "pull", "blocked", "persistent")
+_CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
+            "blocked": BlockedGPUOperator}
+#: options every engine takes (the persistent engine ignores the CUDA-graph ones)
+COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
+#: options each engine takes besides the common ones
+ENGINE_OPTIONS = {"pull": PULL_OPTIONS, "persistent": (*PULL_OPTIONS, "launch_steps"),
+                  "blocked": BLOCKED_OPTIONS}
+#: the persistent engine runs graphs whose pull working set fits in this share of L2
+PERSISTENT_L2_SHARE = 1.0
+
+
+def pull_working_bytes(num_nodes: int, num_edges: int, dtype: str) -> int:
+    """Bytes a pull step touches: the 4-byte indices, the row pointers, x twice (float64),
+    xs twice and 1/out-degree."""
+    item = np.dtype(dtype).itemsize
+    return int(4 * num_edges + num_nodes * (8 + 16 + 2 * item + 8))
+
+
+def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str, str]:
+    """``(engine, reason)`` for ``engine="auto"``.
+
+    * an option that only some engines take narrows the choice to them;
+    * ``persistent`` while the pull step's working set fits in L2: a step is then tens of
+      microseconds and one launch per solve saves the launch gaps and the graph capture;
+    * ``blocked`` while its layout fits in free device memory: sequential streams beat the
+      pull engine's random gathers once they miss L2;
+    * ``pull`` otherwise (4 bytes per link against about 8 plus a message).
+    """
+    import cupy as cp
+
+    given = set(options) - set(COMMON_OPTIONS)
+    candidates = [e for e, own in ENGINE_OPTIONS.items() if given <= set(own)]
+    if not candidates:
+        return "pull", "options of several engines given"  # make_gpu_operator says which
+    n, m = graph.n, graph.num_edges
+    l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
+    working = pull_working_bytes(n, m, dtype)
+    if "persistent" in candidates and working <= PERSISTENT_L2_SHARE * l2:
+        return "persistent", (f"the pull step's working set ({working / 2**20:.1f} MiB) fits "
+                              f"in L2 ({l2 / 2**20:.0f} MiB): one launch per solve")
+    if "blocked" in candidates:
+        need = blocked_device_bytes(n, m, dtype, graph.weights is not None)
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        if need <= 0.9 * free:
+            return "blocked", ("past L2: propagation blocking streams instead of random "
+                               "gathers")
+        if "pull" in candidates:
+            return "pull", (f"the blocked layout ({need / 2**30:.1f} GiB) does not fit in "
+                            f"free device memory ({free / 2**30:.1f} GiB)")
+    return candidates[0], "the only engine taking the options given"
+
+
+def make_gpu_operator(graph: Any, alpha: float, personalization: Any, dangling: Any,
+                      dtype: str, *, engine: str = "auto", **options: Any) -> GPUOperator:
+    """The GPU operator of ``engine`` (``"auto"``: :func:`choose_engine`); ValueError for
+    an unknown engine or an option the engine does not take."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; not {engine!r}")
+    reason = "requested"
+    if engine == "auto":
+        engine, reason = choose_engine(graph, dtype, options)
+    wrong = sorted(set(options) - set(ENGINE_OPTIONS[engine]) - set(COMMON_OPTIONS))
+    if wrong:
+        raise ValueError(f"options {wrong} do not apply to engine {engine!r} (it takes "
+                         f"{', '.join(ENGINE_OPTIONS[engine])})")
+    op = _CLASSES[engine](graph, alpha, personalization, dangling, dtype, **options)
+    op.info["engine_reason"] = reason
+    return op

@@ -1,0 +1,161 @@
+"""Device code shared by the CUDA kernel families: one copy of the end of a power step.
+
+``COMMON`` is prepended to the source of each kernel module that needs it. It holds
+
+* ``wr_skip_step``: the no-op test that lets the host queue (or a CUDA graph replay) more
+  steps than needed and still stop at exactly the first converged one;
+* ``wr_finish_row``: the end of one row of a power step (seed 000, Algorithm 2): the
+  dangling and teleport terms, the new value, the gathered value of the next step, and
+  the row's share of the residual, dangling mass and mass — for the three step modes;
+* ``wr_block_accumulate``: the block reduction of those sums (max for the per-node
+  criterion) into one row of the step history (``ACC_WIDTH`` values: residual, dangling
+  mass, mass, L1 norm), one atomic per value per block.
+
+Step modes (``WR_PLAIN``, ``WR_DELTA``, ``WR_FIRST_DELTA``): a plain step maps ``x`` to
+``x' = G x``; a delta step maps the change ``D = x - x_prev`` to ``D' = alpha (P^T D +
+(dangling . D) d) - alpha mass(D) v`` and writes ``x + D'`` (float32 runs iterate on the
+change, whose rounding error vanishes as it converges; see ``kernels.cpu.fused_step``);
+the first step of a delta run is a plain step whose gathered output, dangling mass and
+mass are those of the change ``x' - x``, so that the next step can be a delta step with
+no work in between.
+"""
+
+from __future__ import annotations
+
+import functools
+
+PLAIN, DELTA, FIRST_DELTA = 0, 1, 2
+#: values per row of a step history: residual, dangling mass, mass, L1 norm (abs mass) of
+#: what the step wrote (the blocked engines scale their fixed-point sums by the last one)
+ACC_WIDTH = 4
+
+COMMON = r"""
+typedef long long i64;
+#define WR_PLAIN 0
+#define WR_DELTA 1
+#define WR_FIRST_DELTA 2
+#define WR_ACC 4
+
+__device__ __forceinline__ void wr_atomic_max_nonneg(double* addr, double v) {
+    // non-negative doubles order like their bit patterns read as unsigned integers
+    atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
+}
+
+// A load through L2 only (COH) or the read-only path: data that other blocks of the same
+// launch wrote (the persistent kernel's vectors and messages) must not come from a stale
+// L1 or texture line.
+template <bool COH, typename T>
+__device__ __forceinline__ T wr_ld(const T* p) {
+    if (COH) return __ldcg(p);
+    return __ldg(p);
+}
+
+__device__ __forceinline__ bool wr_skip_step(
+    const double* acc_prev, const double tol_cmp, const unsigned long long* chunk,
+    const long long step0, const long long chunk_len, const long long max_steps)
+{
+    // converged earlier: a queued step is a no-op. Inside a CUDA graph the step number is
+    // step0 + (graph replays so far) * chunk_len; steps past max_steps are no-ops too, so a
+    // replay never runs past max_iter.
+    if (acc_prev[0] < tol_cmp) return true;
+    return chunk != nullptr && step0 + (long long)(*chunk) * chunk_len > max_steps;
+}
+
+// The end of row `i` of a power step, given `sum` = (P^T xs)_i and xi = x[i]. `dm` and
+// `mass` are the dangling mass and mass of the vector the step read (of the change, in
+// delta mode). x_out and inv_out are indexed by i; xs_out by `slot` (a reordered gather
+// order, or the global id where x holds only a slice). Adds the row's residual term,
+// dangling mass, mass and absolute mass of what it writes to res, dmass, tmass, amass.
+template <typename T>
+__device__ __forceinline__ void wr_finish_row(
+    const i64 i, const i64 slot, const double sum, const double xi, const double alpha,
+    const double dm, const double mass, const double vi, const double di, const int mode,
+    double* __restrict__ x_out, T* __restrict__ xs_out, const double* __restrict__ inv_out,
+    const int crit, double& res, double& dmass, double& tmass, double& amass)
+{
+    double t = alpha * sum + alpha * dm * di;
+    double out, diff;
+    if (mode == WR_DELTA) {
+        t -= alpha * mass * vi;     // drop the mass rounding put into the change
+        x_out[i] = xi + t;
+        out = t;
+        diff = fabs(t);
+    } else {
+        t += (1.0 - alpha) * vi;
+        const double change = t - xi;
+        x_out[i] = t;
+        out = (mode == WR_FIRST_DELTA) ? change : t;
+        diff = fabs(change);
+    }
+    const double s = inv_out[i];
+    xs_out[slot] = (T)(out * s);
+    if (s == 0.0) dmass += out;
+    tmass += out;
+    amass += fabs(out);
+    if (crit == 0) res += diff;
+    else if (crit == 1) res += diff * diff;
+    else res = fmax(res, diff);
+}
+
+// Block reduction of (res, dmass, tmass, amass) added to acc_out[0..3] (max for the
+// residual under crit 2) by one thread per block. Every thread of the block must call
+// it; it ends with a barrier, so it may be called again (the persistent kernel calls it
+// once per step).
+__device__ __forceinline__ void wr_block_accumulate(
+    double res, double dmass, double tmass, double amass, const int crit, double* acc_out)
+{
+    __shared__ double s_part[WR_ACC][32];
+    double v[WR_ACC] = {res, dmass, tmass, amass};
+    const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
+    #pragma unroll
+    for (int j = 0; j < WR_ACC; ++j) {
+        for (int off = 16; off > 0; off >>= 1) {
+            const double o = __shfl_down_sync(0xffffffffu, v[j], off);
+            v[j] = (j == 0 && crit == 2) ? fmax(v[j], o) : v[j] + o;
+        }
+        if (wl == 0) s_part[j][warp] = v[j];
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const int nw = blockDim.x / 32;
+        #pragma unroll
+        for (int j = 0; j < WR_ACC; ++j) {
+            v[j] = wl < nw ? s_part[j][wl] : 0.0;
+            for (int off = 16; off > 0; off >>= 1) {
+                const double o = __shfl_down_sync(0xffffffffu, v[j], off);
+                v[j] = (j == 0 && crit == 2) ? fmax(v[j], o) : v[j] + o;
+            }
+        }
+        if (wl == 0) {
+            if (crit == 2) wr_atomic_max_nonneg(&acc_out[0], v[0]);
+            else atomicAdd(&acc_out[0], v[0]);
+            #pragma unroll
+            for (int j = 1; j < WR_ACC; ++j) atomicAdd(&acc_out[j], v[j]);
+        }
+    }
+    __syncthreads();
+}
+"""
+
+#: C++ spelling of the array types the kernels are instantiated for
+CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double",
+         "bfloat16": "__nv_bfloat16"}
+
+
+@functools.cache
+def _compile(device_id: int, source: str, name: str, cooperative: bool):
+    import cupy
+
+    module = cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=[name],
+                            enable_cooperative_groups=cooperative)
+    return module.get_function(name)
+
+
+def compiled_kernel(source: str, name: str, *, cooperative: bool = False):
+    """The kernel ``name`` (a template instantiation) of ``source``, compiled for the
+    current device on first use; CuPy keeps the binary in its on-disk cache, so later
+    processes load it instead of compiling. ``cooperative`` compiles it for a cooperative
+    launch (grid-wide barriers)."""
+    import cupy
+
+    return _compile(cupy.cuda.Device().id, source, name, cooperative)

@@ -1,0 +1,161 @@
+"""The GPU engines (pull, blocked, persistent): the same answers as the CPU's float64
+reference, the same step counts, the blocked layout built on the device equal to the
+reference construction (GPU tests; they skip without a GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import dataset
+from test_blocking import random_graph
+
+import webrank
+
+ENGINES = ["pull", "blocked", "persistent"]
+pytestmark = pytest.mark.gpu
+
+
+def reference(g, **kw):
+    return webrank.pagerank(g, device="cpu", tol=1e-13, **kw)
+
+
+def _block_contents(layout, P):
+    """Per block, its entries as a sorted list of (dst_local, src_local[, val])."""
+    blk = np.asarray(layout.blk_ptr.get() if hasattr(layout.blk_ptr, "get") else
+                     layout.blk_ptr)
+    host = {k: (getattr(layout, k).get() if hasattr(getattr(layout, k), "get")
+                else getattr(layout, k)) for k in ("src_local", "dst_local")}
+    keys = host["dst_local"].astype(np.int64) << 16 | host["src_local"]
+    return [np.sort(keys[blk[i]:blk[i + 1]]) for i in range(blk.size - 1)], blk
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layout_built_on_the_device_equals_the_reference(rng, weighted, dtype):
+    import cupy as cp
+
+    from webrank.backends.gpu import _upload_csr
+    from webrank.backends.gpu_blocked import build_on_device, part_major_blocks
+    from webrank.blocking import build_blocked, plan_blocks
+
+    g = random_graph(rng, 20000, 150000, weighted)
+    csr = _upload_csr(g)
+    tv = g.transition_values()
+    for rows, bits in ((24576, 14), (300, 7)):  # one chunk window, and many
+        plan = plan_blocks(g.indptr, n_src=g.n, part_rows_max=rows, chunk_bits_max=bits,
+                           workers=132)
+        ref = build_blocked(g.indptr, g.indices, plan, tv)
+        dev = build_on_device(g, csr, None if tv is None else cp.asarray(tv.astype(dtype)),
+                              plan, np.dtype(dtype), 132)
+        np.testing.assert_array_equal(dev.blk_ptr.get(), ref.blk_ptr)
+        np.testing.assert_array_equal(dev.tile_ptr.get(), ref.tile_ptr)
+        np.testing.assert_array_equal(dev.tile_chunk.get(), ref.tile_chunk)
+        a, blk = _block_contents(dev, plan.num_parts)
+        b, _ = _block_contents(ref, plan.num_parts)
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+        if weighted:  # the values travel with their entries
+            key = lambda L: (L.dst_local.astype(np.int64) << 16) | L.src_local  # noqa: E731
+            for i in range(blk.size - 1):
+                s = slice(blk[i], blk[i + 1])
+                kd, kr = key(dev)[s].get(), key(ref)[s]
+                vd = dev.vals[s].get()[np.argsort(kd, kind="stable")]
+                vr = ref.vals[s][np.argsort(kr, kind="stable")].astype(dtype)
+                np.testing.assert_array_equal(vd, vr)
+        table = part_major_blocks(dev.blk_ptr, plan.num_parts, plan.num_chunks).get()
+        for p in (0, plan.num_parts - 1):
+            for c in (0, plan.num_chunks - 1):
+                assert table[p, c] == ref.blk_ptr[c * plan.num_parts + p]
+                assert table[p + 1, c] == ref.blk_ptr[c * plan.num_parts + p + 1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_engines_match_the_cpu_reference(rng, engine, dtype, weighted):
+    g = random_graph(rng, 30000, 300000, weighted)
+    pers = rng.random(g.n)
+    for kw in ({}, {"personalization": pers, "dangling": rng.random(g.n)}):
+        ref = reference(g, **kw)
+        r = webrank.pagerank(g, device="gpu", engine=engine, dtype=dtype, tol=1e-11, **kw)
+        assert r.info["engine"] == engine
+        assert r.converged
+        err = np.abs(r.scores - ref.scores).sum()
+        assert err < (1e-9 if dtype == "float64" else 1e-6), (engine, dtype, err)
+        cpu = webrank.pagerank(g, device="cpu", dtype=dtype, tol=1e-11, **kw)
+        assert abs(r.iterations - cpu.iterations) <= 1
+
+
+@pytest.mark.parametrize("engine", ["blocked", "persistent"])
+@pytest.mark.parametrize("criterion", ["l1", "l2", "linf"])
+def test_new_engines_every_criterion_and_exact_step_counts(rng, engine, criterion):
+    g = random_graph(rng, 8000, 60000)
+    a = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10, criterion=criterion)
+    b = webrank.pagerank(g, device="gpu", engine="pull", tol=1e-10, criterion=criterion)
+    assert abs(a.iterations - b.iterations) <= 1
+    # the same residual history, up to the order of float additions
+    k = int(np.count_nonzero(b.residuals > 1e-7))
+    np.testing.assert_allclose(a.residuals[:k], b.residuals[:k], rtol=1e-6)
+    # max_iter stops at exactly that step, through graph replays / launches of any size
+    for opts in ({}, {"graph_steps": 4} if engine == "blocked" else {"launch_steps": 7}):
+        r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-300, max_iter=75,
+                             criterion=criterion, raise_on_nonconvergence=False, **opts)
+        assert r.iterations == 75 and r.residuals.size == 75 and not r.converged
+    seen = []
+    r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10, criterion=criterion,
+                         callback=lambda k, res: seen.append(k))
+    assert seen and seen[-1] == r.iterations
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["web-NotreDame", "cnr-2000"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_real_graphs_accuracy(name, engine):
+    g = webrank.load(dataset(name))
+    ref = reference(g)
+    r32 = webrank.pagerank(g, device="gpu", engine=engine, dtype="float32", tol=1e-10)
+    r64 = webrank.pagerank(g, device="gpu", engine=engine, dtype="float64", tol=1e-10)
+    assert np.abs(r32.scores - ref.scores).sum() < 1e-5
+    assert np.abs(r64.scores - ref.scores).sum() < 1e-9
+
+
+def test_other_methods_run_on_the_new_engines(rng):
+    g = random_graph(rng, 5000, 40000, weighted=True)
+    ref = reference(g)
+    for engine in ("blocked", "persistent"):
+        for method in ("gmres", "adaptive", "fixed", "aitken"):
+            r = webrank.pagerank(g, device="gpu", engine=engine, method=method, tol=1e-10)
+            assert np.abs(r.scores - ref.scores).sum() < 1e-8, (engine, method)
+
+
+def test_auto_engine_and_option_errors(rng):
+    g = random_graph(rng, 2000, 10000)
+    r = webrank.pagerank(g, device="gpu")
+    assert r.info["engine"] == "persistent" and r.info["engine_reason"]
+    # options narrow the choice to the engines that take them
+    assert webrank.pagerank(g, device="gpu", reorder=None).info["engine"] == "persistent"
+    assert webrank.pagerank(g, device="gpu", part_rows=500).info["engine"] == "blocked"
+    with pytest.raises(ValueError, match="do not apply to engine 'pull'"):
+        webrank.pagerank(g, device="gpu", engine="pull", launch_steps=4)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        webrank.pagerank(g, device="gpu", engine="bogus")
+    with pytest.raises(ValueError, match="do not apply to engine 'blocked'"):
+        webrank.pagerank(g, device="gpu", engine="blocked", reorder="out-degree")
+    with pytest.raises(ValueError, match="do not apply to engine 'pull'"):
+        webrank.pagerank(g, device="gpu", engine="pull", part_rows=128)
+    with pytest.raises(ValueError, match="part_rows"):
+        webrank.pagerank(g, device="gpu", engine="blocked", part_rows=10**6)
+
+
+def test_graph_built_on_the_device_runs_every_engine():
+    import cupy as cp
+
+    from webrank.backends.gpu_build import graph_on_device
+    from webrank.generate import rmat
+
+    src, dst, n = rmat(14, 16, seed=3, xp=cp, dtype=np.int32)
+    g = graph_on_device(src, dst, n)
+    ref = reference(g.to_host())
+    for engine in ENGINES:
+        r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-11)
+        assert np.abs(r.scores - ref.scores).sum() < 1e-9
