@@ -540,8 +540,11 @@ class _BackendInterface:
     @staticmethod
     def should_run(name, args, kwargs):
         """Always True: the results are networkx's, and putting webrank in the backend
-        priority asked for it (graphs of a few hundred nodes can be slower than
-        networkx: each step starts the CPU threads or a GPU kernel)."""
+        priority asked for it. On the CPU, graphs below
+        :data:`webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges take a serial SciPy step and
+        never import Numba, so a first call costs about networkx's own (1.0-1.1x on a
+        200-node graph, ``benchmarks/first_call.py``); on a GPU each step is a kernel
+        launch and the first call starts CUDA."""
         return True
 
 

@@ -1,11 +1,15 @@
-"""CPU backend: NumPy arrays, SciPy for generic products, a Numba fused step for the hot loop."""
+"""CPU backend: NumPy arrays, SciPy for generic products, a fused step for the hot loop.
+
+The fused power step is the parallel Numba kernel on graphs of
+:data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges or more, and the serial SciPy step
+below (:mod:`webrank.kernels.cpu`): a small graph is ranked without importing Numba.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.graph import Graph
@@ -13,7 +17,15 @@ from webrank.kernels import cpu as kernels
 
 
 class CPUOperator(PageRankOperator):
-    """The Google matrix on the CPU (see :class:`~webrank.backends.base.PageRankOperator`)."""
+    """The Google matrix on the CPU (see :class:`~webrank.backends.base.PageRankOperator`).
+
+    Attributes
+    ----------
+    kernel : {"numba", "scipy"}
+        The power step's implementation, chosen once from the edge count by
+        :func:`webrank.kernels.cpu.use_numba`: the parallel Numba kernel, or the serial
+        SciPy step of small graphs.
+    """
 
     name = "cpu"
     xp = np
@@ -48,7 +60,9 @@ class CPUOperator(PageRankOperator):
             self._vals = vals.astype(self.dtype)
         self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
         self._partial = np.zeros((self._bounds.size, 3))
-        self._matrix: sp.csr_array | None = None
+        self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
+        self.kernel = "numba" if kernels.use_numba(graph.num_edges) else "scipy"
+        self.info["kernel"] = self.kernel
 
     def teleport(self) -> np.ndarray:
         return self._v
@@ -59,13 +73,17 @@ class CPUOperator(PageRankOperator):
     def dangling_mass(self, x: Any) -> float:
         return float(x[self._dangling].sum())
 
-    def _pt(self) -> sp.csr_array:
+    def _pt(self) -> Any:
+        """``P^T`` as a float64 SciPy CSR (values as the kernels see them), built once."""
         if self._matrix is None:
             g = self.graph
-            data = self._vals if self._vals.size else np.ones(g.num_edges, dtype=self.dtype)
-            self._matrix = sp.csr_array((data.astype(np.float64), g.indices, g.indptr),
-                                        shape=(g.n, g.n))
+            self._matrix = kernels.in_link_matrix(g.indptr, g.indices, self._vals)
         return self._matrix
+
+    def prepare_steps(self) -> None:
+        """Build the SciPy matrix of the serial step (setup time, not compute time)."""
+        if self.kernel == "scipy":
+            self._pt()
 
     def propagate(self, x: Any) -> np.ndarray:
         if self._vals.size:
@@ -89,12 +107,21 @@ class CPUOperator(PageRankOperator):
         steps = 0
         delta = False
         mass = 0.0
+        numba = self.kernel == "numba"
+        if not numba:
+            matrix, dangling = self._pt(), np.flatnonzero(self._dangling)
         while steps < max_steps:
-            res, dm, mass = kernels.fused_step(
-                g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
-                self._inv_out, self.alpha, dm, mass, crit, delta, self._bounds, x_next,
-                xs_next, self._partial,
-            )
+            if numba:
+                res, dm, mass = kernels.fused_step(
+                    g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
+                    self._inv_out, self.alpha, dm, mass, crit, delta, self._bounds, x_next,
+                    xs_next, self._partial,
+                )
+            else:
+                res, dm, mass = kernels.scipy_step(
+                    matrix, dangling, xs, x, self._v_k, self._d_k, self._inv_out,
+                    self.alpha, dm, mass, crit, delta, x_next, xs_next,
+                )
             if self.delta_steps and not delta:
                 # switch to delta steps: gather (x_1 - x_0) / out from now on
                 d1 = x_next - x

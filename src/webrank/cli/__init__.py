@@ -72,8 +72,7 @@ class _RunStatus:
     once a run has lasted ~2 s. ``self`` is the pagerank callback; :meth:`compiling`
     is the :func:`webrank.kernels.cpu.compile_notice` one."""
 
-    COMPILING = ("compiling the CPU kernel for this machine (once after an install, "
-                 "cached for later runs)")
+    COMPILING = "compiling the CPU kernel for this machine (once, cached for later runs)"
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled

@@ -1,4 +1,4 @@
-"""CPU kernels: the fused PageRank step, JIT-compiled with Numba, parallel over edge ranges.
+"""CPU kernels: the fused PageRank step, parallel with Numba or serial with SciPy.
 
 One pass over the in-link CSR per iteration computes, for every node i,
 
@@ -6,32 +6,196 @@ One pass over the in-link CSR per iteration computes, for every node i,
     xs'[i] = x'[i] * inv_out[i]          (the vector the next pass gathers)
 
 and the reductions the next pass and the stopping test need: the residual under the
-chosen norm and the dangling mass of x'. Rows are split into chunks of equal *edge*
-count (a row-count split would leave one thread with every hub of a web graph).
+chosen norm and the dangling mass of x'. Two implementations compute this same step:
 
-When Numba is missing, :func:`fused_step` falls back to SciPy + NumPy (several passes).
+* :func:`fused_step`, Numba (:mod:`webrank.kernels.cpu_numba`), one pass, parallel over
+  rows split into chunks of equal *edge* count (a row-count split would leave one
+  thread with every hub of a web graph);
+* :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations, serial.
+  Graphs with fewer than :data:`SMALL_GRAPH_EDGES` edges take it (the choice is
+  :func:`use_numba`). There the process never imports Numba (~0.25 s) nor loads its
+  cached kernel (~0.2 s), most of a first call; once warm the serial step is slower by
+  microseconds a step (Numba's parallel launch costs little on a quiet machine), and it
+  does not slow down when other processes hold the cores (a parallel step then waits
+  milliseconds for its threads). It is also the step of any size where Numba cannot be
+  imported.
+
+Numba is imported when a Numba kernel is first needed, not with this module; reading
+``HAVE_NUMBA`` imports it (the modules that compile kernels of their own read it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from importlib.util import find_spec
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-try:  # Numba is a dependency, but keep the CPU path alive where it cannot install
-    import numba
-    from numba import njit, prange
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
-
 CRITERION_CODE = {"l1": 0, "l2": 1, "linf": 2}
+
+# Graphs with fewer edges than this take the serial SciPy step (see the module docstring).
+# Measured, not guessed, by ``python benchmarks/first_call.py --parts crossover
+# first-solve`` on the 2-core machine of CI (web-NotreDame's subgraphs and Erdos-Renyi
+# graphs, tol 1e-10; table and reading in docs/benchmarks.md, "First calls"). Warm, on a
+# quiet machine, Numba's step is as fast or faster at every size (1.0-1.5x; at most ~10 us
+# a step below 60K edges), so there is no warm crossover; under load from other processes
+# the serial step was faster up to ~1M edges. A fresh process's first call is 0.4-0.6 s
+# faster with the serial step (no Numba import, no cached-kernel load) up to ~1.3M edges.
+# The threshold is where a process ranking one graph must make tens rather than hundreds
+# of warm solves before Numba's faster steps repay its start: 400-900 up to 58K edges,
+# 34 at 178K. On more cores Numba gains: ``WEBRANK_SMALL_GRAPH_EDGES`` sets it (read at
+# import; 0: always Numba).
+SMALL_GRAPH_EDGES = int(os.environ.get("WEBRANK_SMALL_GRAPH_EDGES") or 150_000)
+
+_logger = logging.getLogger(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: HAVE_NUMBA is computed (and Numba imported) only when it is read
+    if name == "HAVE_NUMBA":
+        return _numba() is not None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _numba() -> ModuleType | None:
+    """The numba module, imported on first need; None where it cannot be imported."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    _install_compile_listener()
+    return numba
+
+
+@functools.cache
+def _jit() -> ModuleType | None:
+    """:mod:`webrank.kernels.cpu_numba`, or None without Numba."""
+    if _numba() is None:  # pragma: no cover - numba is a dependency
+        return None
+    from webrank.kernels import cpu_numba
+
+    return cpu_numba
+
+
+@functools.cache
+def _numba_installed() -> bool:
+    return find_spec("numba") is not None
 
 
 def num_threads() -> int:
-    """Threads the fused step uses (Numba's thread count)."""
-    return numba.get_num_threads() if HAVE_NUMBA else 1
+    """Threads the Numba kernels use, without importing Numba.
+
+    Returns
+    -------
+    int
+        Numba's thread count once Numba is imported (``numba.set_num_threads`` may have
+        changed it); before, what it will be: ``NUMBA_NUM_THREADS``, else the CPUs this
+        process may run on. 1 where Numba is not installed.
+    """
+    numba = sys.modules.get("numba")
+    if numba is not None:  # set_num_threads may have changed it
+        return numba.get_num_threads()
+    if not _numba_installed():  # pragma: no cover - numba is a dependency
+        return 1
+    # Numba's own default (numba.core.config), without importing Numba for it
+    env = os.environ.get("NUMBA_NUM_THREADS")
+    if env:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def use_numba(num_edges: int) -> bool:
+    """Whether a graph takes the parallel Numba step rather than :func:`scipy_step`.
+
+    Parameters
+    ----------
+    num_edges : int
+        Edges of the graph (stored CSR entries).
+
+    Returns
+    -------
+    bool
+        True from :data:`SMALL_GRAPH_EDGES` edges on (default 150,000), where Numba can
+        be imported (then it is imported: ~0.25 s the first time).
+    """
+    return num_edges >= SMALL_GRAPH_EDGES and _jit() is not None
+
+
+# -- telling users that a kernel compiles ------------------------------------------------
+_compile_watchers: list[Callable[[bool], None]] = []
+
+
+@contextlib.contextmanager
+def compile_notice(notify: Callable[[bool], None]) -> Iterator[None]:
+    """Report Numba compiling a kernel while the block runs (the CLI shows a spinner).
+
+    A kernel compiles once per signature after an install, an upgrade or an edit of its
+    module (~2 s for the fused step on 2 cores); Numba caches it on disk (``__pycache__``
+    beside the module, or ``NUMBA_CACHE_DIR``), and loading the cached copy is not
+    reported. Compiles are also logged at INFO (logger ``webrank.kernels.cpu``) with
+    their seconds, in the block or not. Importing Numba is left to the kernels: a block
+    that ranks a small graph imports nothing.
+
+    Parameters
+    ----------
+    notify : callable
+        ``notify(True)`` when a compile starts, ``notify(False)`` when it has finished
+        (nested compiles count as one), from the compiling thread.
+
+    Examples
+    --------
+    >>> with compile_notice(lambda on: print("compiling" if on else "done")):
+    ...     webrank.pagerank(graph)  # doctest: +SKIP
+    """
+    _compile_watchers.append(notify)
+    if "numba" in sys.modules:  # imported elsewhere: listen from now on
+        _install_compile_listener()
+    try:
+        yield
+    finally:
+        _compile_watchers.remove(notify)
+
+
+@functools.cache
+def _install_compile_listener() -> None:
+    """Forward Numba's ``numba:compile`` events (sent on a cache miss only) to the
+    watchers of :func:`compile_notice`; nested compiles count as one."""
+    from numba.core import event
+
+    class _Forward(event.Listener):
+        depth = 0
+        start = 0.0
+
+        def on_start(self, ev: Any) -> None:
+            self.depth += 1
+            if self.depth == 1:
+                self.start = time.perf_counter()
+                for notify in list(_compile_watchers):
+                    notify(True)
+
+        def on_end(self, ev: Any) -> None:
+            self.depth -= 1
+            if self.depth == 0:
+                func = getattr(ev.data.get("dispatcher"), "py_func", None)
+                _logger.info("compiled the CPU kernel %s in %.2f s (cached for later runs)",
+                             getattr(func, "__qualname__", "?"),
+                             time.perf_counter() - self.start)
+                for notify in list(_compile_watchers):
+                    notify(False)
+
+    event.register("numba:compile", _Forward())
 
 
 def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
@@ -42,56 +206,6 @@ def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
     bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
     bounds[0], bounds[-1] = 0, n
     return np.unique(np.clip(bounds, 0, n))
-
-
-if HAVE_NUMBA:
-
-    @njit(parallel=True, cache=True, fastmath=False)
-    def _fused_step_numba(
-        indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit, delta, bounds,
-        x_out, xs_out, partial,
-    ):  # pragma: no cover - compiled
-        nchunks = bounds.size - 1
-        uniform_v = v.size == 1
-        uniform_d = d.size == 1
-        weighted = vals.size > 0
-        for c in prange(nchunks):
-            res = 0.0
-            dmass = 0.0
-            tmass = 0.0
-            for i in range(bounds[c], bounds[c + 1]):
-                acc = 0.0
-                if weighted:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        acc += vals[k] * xs[indices[k]]
-                else:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        acc += xs[indices[k]]
-                vi = v[0] if uniform_v else v[i]
-                di = d[0] if uniform_d else d[i]
-                t = alpha * acc + alpha * dm * di
-                if delta:
-                    t -= alpha * mass * vi  # drop the mass rounding put into D (see below)
-                    diff = abs(t)
-                    x_out[i] = x[i] + t
-                else:
-                    t += (1.0 - alpha) * vi
-                    diff = abs(t - x[i])
-                    x_out[i] = t
-                s = inv_out[i]
-                xs_out[i] = t * s
-                if s == 0.0:
-                    dmass += t
-                tmass += t
-                if crit == 0:
-                    res += diff
-                elif crit == 1:
-                    res += diff * diff
-                elif diff > res:
-                    res = diff
-            partial[c, 0] = res
-            partial[c, 1] = dmass
-            partial[c, 2] = tmass
 
 
 def fused_step(
@@ -127,51 +241,101 @@ def fused_step(
     does not. The true ``D`` sums to zero; rounding gives it a little mass, which the
     iteration would only damp by ``alpha`` a step, so each delta step subtracts
     ``alpha * mass(D) * v`` (``mass`` is the previous step's third return value).
+
+    Runs the parallel Numba kernel over the row chunks ``bounds`` (per-chunk sums in
+    ``partial``, ``bounds.size - 1`` rows of 3); without Numba, :func:`scipy_step`.
     """
-    if HAVE_NUMBA:
-        _fused_step_numba(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass,
-                          crit, delta, bounds, x_out, xs_out, partial)
-        p = partial[: bounds.size - 1]
-        res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
-        return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
-    return _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass,
-                             crit, delta, x_out, xs_out)
+    jit = _jit()
+    if jit is None:  # pragma: no cover - only without numba
+        return scipy_step(in_link_matrix(indptr, indices, vals),
+                          np.flatnonzero(inv_out == 0), xs, x, v, d, inv_out, alpha, dm,
+                          mass, crit, delta, x_out, xs_out)
+    jit.fused_step(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
+                   delta, bounds, x_out, xs_out, partial)
+    p = partial[: bounds.size - 1]
+    res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
+    return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
 
 
-def _fused_step_scipy(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
-                      delta, x_out, xs_out):  # pragma: no cover - only without numba
+def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray) -> Any:
+    """The in-link CSR of a graph as the matrix :func:`scipy_step` multiplies by.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray of int
+        The CSR's row pointers (n + 1) and source nodes (one per edge).
+    vals : ndarray of float
+        The transition values of a weighted graph (one per edge, any float dtype), or
+        empty for an unweighted one.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        n x n, float64: ``vals`` as entries (exactly, a float32 value widened), or ones.
+    """
     import scipy.sparse as sp
 
     n = indptr.size - 1
-    data = vals if vals.size else np.ones(indices.size, dtype=xs.dtype)
-    a = sp.csr_array((data, indices, indptr), shape=(n, n))
-    t = alpha * (a @ xs) + alpha * dm * d
+    data = vals.astype(np.float64) if vals.size else np.ones(indices.size)
+    return sp.csr_array((data, indices, indptr), shape=(n, n))
+
+
+def scipy_step(
+    matrix: Any,
+    dangling: np.ndarray,
+    xs: np.ndarray,
+    x: np.ndarray,
+    v: np.ndarray,
+    d: np.ndarray,
+    inv_out: np.ndarray,
+    alpha: float,
+    dm: float,
+    mass: float,
+    crit: int,
+    delta: bool,
+    x_out: np.ndarray,
+    xs_out: np.ndarray,
+) -> tuple[float, float, float]:
+    """:func:`fused_step` on one thread: a SciPy product and NumPy vector operations.
+
+    The same step, plain or delta, as :func:`fused_step`. Its row sums are float64 in
+    edge order, as the Numba kernel's, so a float64 run agrees with it to the round-off
+    of the reductions (~1e-16 relative). With a float32 ``xs``, each product
+    ``val * xs[j]`` is exact in float64 here where Numba rounds it to float32 (weighted
+    graphs only; an unweighted product is the value itself).
+
+    Parameters
+    ----------
+    matrix : scipy.sparse.csr_array
+        The graph's :func:`in_link_matrix`.
+    dangling : ndarray of int
+        Indices of the nodes whose ``inv_out`` is 0.
+    xs, x, v, d, inv_out, alpha, dm, mass, crit, delta, x_out, xs_out
+        As for :func:`fused_step` (``x_out`` and ``xs_out`` are written).
+
+    Returns
+    -------
+    tuple of float
+        ``(residual, dangling mass, mass)`` of the new vector, as :func:`fused_step`.
+    """
+    # uniform v and d (length 1) as Python floats: scalar adds, no temporary n-vectors
+    v = float(v[0]) if v.size == 1 else v
+    d = float(d[0]) if d.size == 1 else d
+    t = matrix @ xs  # float64: SciPy upcasts a float32 xs exactly
+    t *= alpha
+    t += alpha * dm * d
     if delta:
         t -= alpha * mass * v
-        diff = np.abs(t)
         np.add(x, t, out=x_out)
+        diff = np.abs(t)
     else:
         t += (1.0 - alpha) * v
-        diff = np.abs(t - x)
+        diff = t - x
+        np.abs(diff, out=diff)
         x_out[:] = t
     np.multiply(t, inv_out, out=xs_out, casting="unsafe")
-    res = diff.sum() if crit == 0 else (diff * diff).sum() if crit == 1 else diff.max()
-    return float(res), float(t[inv_out == 0].sum()), float(t.sum())
-
-
-if HAVE_NUMBA:
-
-    @njit(parallel=True, cache=True, nogil=True)
-    def _row_range_sums_numba(begin, end, indices, vals, xs, out):  # pragma: no cover
-        weighted = vals.size > 0
-        for r in prange(begin.size):
-            acc = 0.0
-            for k in range(begin[r], end[r]):
-                if weighted:
-                    acc += np.float64(vals[k]) * np.float64(xs[indices[k]])
-                else:
-                    acc += np.float64(xs[indices[k]])
-            out[r] = acc
+    res = diff.sum() if crit == 0 else diff @ diff if crit == 1 else diff.max()
+    return float(res), float(t[dangling].sum()), float(t.sum())
 
 
 def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
@@ -181,8 +345,9 @@ def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
     Parts of CSR rows summed in parallel, without the GIL (the hybrid method runs this
     while the GPU works). ``vals`` is empty for unweighted graphs. Returns ``out``.
     """
-    if HAVE_NUMBA:
-        _row_range_sums_numba(begin, end, indices, vals, xs, out)
+    jit = _jit()
+    if jit is not None:
+        jit.row_range_sums(begin, end, indices, vals, xs, out)
         return out
     for r in range(begin.size):  # pragma: no cover - only without numba
         sl = slice(begin[r], end[r])

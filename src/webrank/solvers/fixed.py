@@ -46,8 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from webrank.kernels.cpu_fixed import FRAC_MAX, ONE_Q63, PRODUCT_EXACT, PRODUCTS, mulfrac_array
 from webrank.solvers import SolverOutput, register
+
+# webrank.kernels.cpu_fixed imports Numba, so it is imported in the functions that use
+# it, not when the solver registry loads this module (webrank.solvers)
 
 __all__ = ["fixed", "fixed_constants", "from_q63", "to_frac", "to_q63"]
 
@@ -68,6 +70,8 @@ def to_frac(p: np.ndarray) -> np.ndarray:
 
     A Q0.64 number cannot hold 1.0: a probability of 1 (a single out-link, a teleport
     vector on one node) becomes ``1 - 2**-64``, an error of 5e-20 relative."""
+    from webrank.kernels.cpu_fixed import FRAC_MAX
+
     p = np.asarray(p, dtype=np.float64)
     scaled = np.ldexp(p, 64)
     out = np.full(p.shape, FRAC_MAX, dtype=np.uint64)
@@ -79,6 +83,8 @@ def to_frac(p: np.ndarray) -> np.ndarray:
 def reciprocals(out_degree: np.ndarray) -> np.ndarray:
     """``round(2**64 / k)`` in Q0.64 for integer out-degrees ``k`` (0 for ``k = 0``;
     ``1 - 2**-64`` for ``k = 1``), exactly: from ``2**64 - 1 = q k + r``."""
+    from webrank.kernels.cpu_fixed import FRAC_MAX
+
     k = np.asarray(out_degree, dtype=np.uint64)
     out = np.zeros(k.shape, dtype=np.uint64)
     pos = k > 0
@@ -95,6 +101,8 @@ def fixed_constants(op: Any) -> dict[str, Any]:
     """The fixed-point constants of ``op``'s Google matrix (host arrays, ``uint64``):
     ``alpha_q`` (int, Q0.64), ``node_scale``, ``edge_vals``, ``tele``, ``dist`` as
     :meth:`~webrank.backends.PageRankOperator.fixed_steps` takes them."""
+    from webrank.kernels.cpu_fixed import FRAC_MAX, PRODUCT_EXACT, mulfrac_array
+
     g = op.graph
     n = op.n
     alpha_q = min(round(float(np.ldexp(op.alpha, 64))), FRAC_MAX)
@@ -135,6 +143,8 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         Measure ``||G x - x||_1`` of the answer in float64 (one extra product) and report
         it, and the L1 error bound it gives, in ``info``.
     """
+    from webrank.kernels.cpu_fixed import ONE_Q63, PRODUCTS
+
     if product not in PRODUCTS:
         raise ValueError(f"product must be one of {', '.join(PRODUCTS)}; not {product!r}")
     if op.dtype != np.float64:

@@ -22,13 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from webrank.kernels.cpu_gauss_seidel import gauss_seidel_sweep, self_loop_weights
 from webrank.solvers import SolverOutput, register
 from webrank.solvers.krylov import RunRecord
 
 
 def _sweep_inputs(op: Any) -> dict[str, Any]:
     """The kernel's arrays for the operator's graph and distributions (float64)."""
+    # the kernel module imports Numba: not when the solver registry loads (webrank.solvers)
+    from webrank.kernels.cpu_gauss_seidel import self_loop_weights
+
     g = op.graph
     tv = g.transition_values()
     # the operator's edge values (rounded to its dtype), so both solve the same system
@@ -64,6 +66,8 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     stored gathered vector to round); weighted edge values are rounded to ``dtype`` as
     the operator rounds them, so the confirming product checks the system swept.
     """
+    from webrank.kernels.cpu_gauss_seidel import gauss_seidel_sweep
+
     run = RunRecord(op, tol, max_iter, criterion, callback)
     if max_iter == 0:
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
