@@ -125,6 +125,10 @@ def _rank_options(f):
                      show_default=True, help="auto = the GPU when CuPy sees one."),
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the vector gathered along edges."),
+        click.option("--engine", type=click.Choice(["auto", "pull", "blocked", "persistent"]),
+                     default="auto", show_default=True,
+                     help="GPU engine: auto picks persistent (graphs in L2), blocked "
+                          "(propagation blocking) or pull (the fused CSR kernel)."),
         click.option("--method", default="auto", show_default=True,
                      help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
                           "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),
@@ -146,21 +150,21 @@ def _rank_options(f):
 @click.option("--personalize", type=click.Path(dir_okay=False), default=None,
               help="File of teleport weights: one 'node [weight]' per line.")
 @_load_options
-def rank(graph, alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
-         output, personalize, fmt, labels, node_ids, unweighted) -> None:
+def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k,
+         as_json, output, personalize, fmt, labels, node_ids, unweighted) -> None:
     """Rank the pages of GRAPH and print the top ones."""
     t0 = time.perf_counter()
     g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
     load_s = time.perf_counter() - t0
     pers = _read_personalization(personalize, labels) if personalize else None
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
-                    device=device, dtype=dtype, method=method, top_k=top_k, as_json=as_json,
-                    output=output, personalization=pers)
+                    device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
+                    as_json=as_json, output=output, personalization=pers)
 
 
 @cli.command()
 @_rank_options
-def demo(alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
+def demo(alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k, as_json,
          output) -> None:
     """Rank the bundled web graph (SNAP web-NotreDame, 325,729 pages, 1.5M links)."""
     from webrank.datasets import path
@@ -169,13 +173,16 @@ def demo(alpha, tol, max_iter, criterion, device, dtype, method, top_k, as_json,
     g = _load(str(path()), None, "int", "appear", False, quiet=True)
     load_s = time.perf_counter() - t0
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
-                    device=device, dtype=dtype, method=method, top_k=top_k, as_json=as_json,
-                    output=output, personalization=None)
+                    device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
+                    as_json=as_json, output=output, personalization=None)
 
 
-def _run_and_report(g, load_s, *, top_k, as_json, output, **params) -> None:
+def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", **params) -> None:
     from webrank import pagerank
     from webrank.kernels.cpu import compile_notice
+
+    if engine != "auto":  # a GPU option: the CPU refuses it with a one-line error
+        params["engine"] = engine
 
     status = _RunStatus(enabled=not as_json and sys.stderr.isatty())
     try:
@@ -211,8 +218,9 @@ def _print_ranking(result, top, g, load_s) -> None:
         table.add_row(str(i), str(node), f"{score:.6e}")
     con.print(table)
     state = "converged" if result.converged else "NOT converged"
+    engine = f" {result.info['engine']} engine" if "engine" in result.info else ""
     con.print(
-        f"{result.method} on {result.device} ({result.device_name}), {result.dtype}: "
+        f"{result.method} on {result.device} ({result.device_name}{engine}), {result.dtype}: "
         f"{state} in {result.iterations} iterations, {result.criterion} residual "
         f"{result.residual:.3e}; compute {result.elapsed:.3f} s, "
         f"setup {result.setup_time:.3f} s, load {load_s:.3f} s"
