@@ -20,6 +20,7 @@ from webrank.errors import (
     ConvergenceError,
     DeviceMemoryError,
     DeviceUnavailableError,
+    DistributedError,
     GraphFormatError,
     WebrankError,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "ConvergenceError",
     "DeviceMemoryError",
     "DeviceUnavailableError",
+    "DistributedError",
     "GraphFormatError",
     "WebrankError",
     "__version__",

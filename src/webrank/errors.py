@@ -93,3 +93,8 @@ class DeviceMemoryError(WebrankError, MemoryError):
             f"{what} needs {needed / 2**30:.2f} GiB of GPU memory but only "
             f"{free / 2**30:.2f} GiB is free; use device='cpu', float32, or a larger GPU"
         )
+
+
+class DistributedError(WebrankError, RuntimeError):
+    """A partitioned run cannot go on: a rank stopped answering, shards disagree, or the
+    launcher started more ranks on a host than it has GPUs. The message says which."""

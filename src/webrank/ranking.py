@@ -102,7 +102,9 @@ def pagerank(
     callback : callable, optional
         ``callback(iteration, residual)`` as iterations complete (for progress bars).
     **options
-        Solver- or backend-specific options (documented by each solver).
+        Solver- or backend-specific options (documented by each solver and backend),
+        and ``gpus``: rank on that many GPUs of this host (the graph split into row
+        parts, one per GPU, exchanging through NCCL; :mod:`webrank.distributed`).
 
     Returns
     -------
@@ -134,14 +136,22 @@ def pagerank(
     d = _distribution(dangling, graph, "dangling")
     x0 = _distribution(nstart, graph, "nstart")
 
+    gpus = _check_gpus(options.pop("gpus", None), device, method, options)
     backend = _solver_device(method, solve, device)
     if graph.on_gpu and backend == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
     kind = getattr(solve, "operator", backend)  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
-    op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
-                       dtype=dtype, **_backend_options(options, kind))
+    if gpus > 1:  # several GPUs of this host, driven from this process (webrank.distributed)
+        from webrank.distributed.run import multi_gpu_operator
+
+        backend_opts = _backend_options(options, kind)
+        op = multi_gpu_operator(graph, gpus, alpha, v, d, dtype,
+                                check_every=backend_opts.get("check_every", 16))
+    else:
+        op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
+                           dtype=dtype, **_backend_options(options, kind))
     # the uniform start is made where it is used (no n-vector copy to the device)
     x0_dev = op.xp.full(n, 1.0 / n) if x0 is None else op.asarray(x0)
     op.prepare_steps()
@@ -191,6 +201,29 @@ _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
 _HYBRID_ONLY = ("gpu_links",)
 
 
+def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
+    """The ``gpus`` option (default 1), checked before any work: several GPUs need
+    ``device`` "gpu" or "auto", a method that runs partitioned, and no engine options."""
+    if gpus is None:
+        return 1
+    if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
+        raise ValueError(f"gpus must be a positive integer, not {gpus!r}")
+    if gpus == 1:
+        return 1
+    if device == "cpu":
+        raise ValueError("gpus > 1 runs on GPUs: use device='gpu' (or 'auto')")
+    from webrank.distributed.run import PARTITIONED_METHODS
+
+    if method not in PARTITIONED_METHODS:
+        raise ValueError(f"method {method!r} does not run on several GPUs; use one of "
+                         f"{', '.join(PARTITIONED_METHODS)}")
+    engine_opts = sorted(set(options) - {"check_every"} & set(_BACKEND_OPTIONS))
+    if engine_opts:
+        raise ValueError(f"options {engine_opts} do not apply with gpus > 1 (each GPU runs "
+                         "the pull step on its rows)")
+    return int(gpus)
+
+
 def _solver_device(method: str, solve: Any, device: str) -> str:
     """The device ``method`` runs on for ``device``: a solver may name the devices it
     supports in its ``devices`` attribute (default both); ValueError before any work
@@ -213,9 +246,9 @@ _SOLVER_ARGS = {"op", "x0", "tol", "max_iter", "criterion", "callback"}
 def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
     """Unknown keyword options: a ValueError naming the allowed ones, before any work."""
     allowed = set(inspect.signature(solve).parameters) - _SOLVER_ARGS
-    unknown = set(options) - allowed - set(_BACKEND_OPTIONS)
+    unknown = set(options) - allowed - set(_BACKEND_OPTIONS) - {"gpus"}
     if unknown:
-        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS)))
+        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS) | {"gpus"}))
         raise ValueError(f"unknown options {sorted(unknown)} for method {method!r}; "
                          f"allowed: {known}")
 

@@ -149,17 +149,72 @@ def _rank_options(f):
 @_rank_options
 @click.option("--personalize", type=click.Path(dir_okay=False), default=None,
               help="File of teleport weights: one 'node [weight]' per line.")
+@click.option("--gpus", type=click.IntRange(min=1), default=None,
+              help="Rank on this many GPUs of this host (one row part each, NCCL).")
+@click.option("--distributed", is_flag=True,
+              help="One part per process started by mpirun, srun or torchrun: GRAPH is a "
+                   "shard directory (convert --shards), a Parquet directory or an edge file; "
+                   "-o is a directory of per-rank Parquet parts.")
 @_load_options
 def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k,
-         as_json, output, personalize, fmt, labels, node_ids, unweighted) -> None:
+         as_json, output, personalize, gpus, distributed, fmt, labels, node_ids,
+         unweighted) -> None:
     """Rank the pages of GRAPH and print the top ones."""
+    if distributed:
+        if personalize or gpus or engine != "auto":
+            raise click.BadParameter("--distributed takes no --personalize, --gpus or "
+                                     "--engine (one part per process)")
+        _run_distributed(graph, alpha=alpha, tol=tol, max_iter=max_iter,
+                         criterion=criterion, device=device, dtype=dtype, method=method,
+                         top_k=top_k, as_json=as_json, output=output)
+        return
     t0 = time.perf_counter()
     g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
     load_s = time.perf_counter() - t0
     pers = _read_personalization(personalize, labels) if personalize else None
+    extra = {"gpus": gpus} if gpus and gpus > 1 else {}
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
-                    as_json=as_json, output=output, personalization=pers)
+                    as_json=as_json, output=output, personalization=pers, **extra)
+
+
+def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | None,
+                     device: str, **params: Any) -> None:
+    """``rank --distributed``: this process's part of a partitioned run (mpirun, srun or
+    torchrun start one per part); rank 0 prints the top pages."""
+    from webrank.backends import resolve_device
+    from webrank.distributed.inputs import write_scores
+    from webrank.distributed.run import distributed_pagerank, make_comm
+
+    device = resolve_device(device)
+    comm, devices = make_comm(device)
+    try:
+        r = distributed_pagerank(source, device=device, comm=comm, devices=devices,
+                                 top=top_k, **params)
+        if output:
+            write_scores(output, comm, r.row_begin, r.scores, r.info.get("labels"))
+    except (WebrankError, ValueError, OSError, KeyError) as exc:
+        # one line, then stop every rank: the others may be waiting in a collective, and
+        # MPI's finalize at exit would wait for them
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        click.echo(f"webrank: {msg}", err=True)
+        comm.abort(EXIT_BAD_INPUT)
+        raise
+    if comm.rank != 0:
+        return
+    if as_json:
+        click.echo(json.dumps({**r.summary(), "top": [{"node": k, "score": s}
+                                                      for k, s in r.top]}, default=str))
+        return
+    for i, (node, score) in enumerate(r.top, 1):
+        click.echo(f"{i:>4}  {node}  {score:.6e}")
+    state = "converged" if r.converged else "NOT converged"
+    click.echo(f"{r.method} on {r.size} {device} rank(s), {r.n:,} nodes: {state} in "
+               f"{r.iterations} iterations, residual {r.residual:.3e}; compute "
+               f"{r.elapsed:.3f} s, read {r.setup_time:.3f} s"
+               + (f"; wrote {output}/part-*.parquet" if output else ""))
+    if not r.converged:
+        sys.exit(EXIT_NOT_CONVERGED)
 
 
 @cli.command()
@@ -288,17 +343,28 @@ def info(graph, as_json, fmt, labels, node_ids, unweighted) -> None:
 
 @cli.command()
 @click.argument("graph", type=click.Path())
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path())
+@click.option("--shards", type=click.IntRange(min=1), default=None,
+              help="Write OUT as a directory of this many row shards balanced by links, "
+                   "one per rank of a partitioned run (rank --distributed).")
 @_load_options
-def convert(graph, out, fmt, labels, node_ids, unweighted) -> None:
-    """Write GRAPH as webrank's binary cache OUT (.npz), fast to load again."""
+def convert(graph, out, shards, fmt, labels, node_ids, unweighted) -> None:
+    """Write GRAPH as webrank's binary cache OUT (.npz), fast to load again, or as a
+    directory of shards (--shards P)."""
     from webrank.io import save_graph
 
-    if not out.endswith(".npz"):
+    if shards is None and not out.endswith(".npz"):
         raise click.BadParameter("the cache file name must end in .npz", param_hint="OUT")
     t0 = time.perf_counter()
     g = _load(graph, fmt, labels, node_ids, unweighted)
     t1 = time.perf_counter()
+    if shards is not None:
+        from webrank.distributed.inputs import write_shards
+
+        write_shards(g, out, shards)
+        click.echo(f"wrote {out}/: {shards} shards of {g.n:,} nodes, {g.num_edges:,} edges "
+                   f"(parsed in {t1 - t0:.2f} s, written in {time.perf_counter() - t1:.2f} s)")
+        return
     save_graph(g, out)
     click.echo(f"wrote {out}: {g.n:,} nodes, {g.num_edges:,} edges "
                f"(parsed in {t1 - t0:.2f} s, written in {time.perf_counter() - t1:.2f} s)")

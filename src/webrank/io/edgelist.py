@@ -123,6 +123,30 @@ def read_edgelist(
         wrong column count, a non-numeric / negative / too large id, a NaN, infinite or
         negative weight (with the line number and text where a line is at fault).
     """
+    name = str(os.fspath(path)) if name is None else name
+    src, dst, w, node_labels = read_edge_columns(path, labels=labels, delimiter=delimiter,
+                                                 weighted=weighted, progress=progress,
+                                                 name=name)
+    if node_labels is not None:
+        return Graph.from_edges(src, dst, w, labels=node_labels, duplicates=duplicates,
+                                name=name)
+    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
+
+
+def read_edge_columns(
+    path: str | os.PathLike[str],
+    *,
+    labels: str = "int",
+    delimiter: str | None = None,
+    weighted: bool | None = None,
+    progress: Progress | None = None,
+    name: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The edge columns of an edge-list file, before any graph is built:
+    ``(src, dst, weights or None, labels or None)``; ids as int64 (codes into ``labels``
+    in ``labels="string"`` mode). Options and errors as :func:`read_edgelist`, which is
+    this plus :meth:`Graph.from_edges` (the partitioned readers route the columns to the
+    ranks that own their rows instead)."""
     _check_options(labels, delimiter, weighted)
     path = os.fspath(path)
     name = str(path) if name is None else name
@@ -132,11 +156,7 @@ def read_edgelist(
         cols = _fast_read(head, stream, layout, labels, use_w)
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
         cols = _slow_read(path, name, layout, labels, use_w, progress)
-    src, dst, w, node_labels = cols
-    if node_labels is not None:
-        return Graph.from_edges(src, dst, w, labels=node_labels, duplicates=duplicates,
-                                name=name)
-    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
+    return cols
 
 
 def write_edgelist(

@@ -216,6 +216,29 @@ def graph_from_arrow(
     return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
 
 
+def arrow_id_columns(table: Any, source: str, target: str, weight: str | None = None,
+                     name: str | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(src, dst, weights or None)`` of an edge table with integer id columns, checked
+    as :func:`graph_from_arrow` checks them (nulls, negative or non-integer ids, bad
+    weights), without building a graph: what the partitioned readers route to the ranks
+    that own the rows. String ids raise :class:`GraphFormatError` (a partitioned run
+    needs global integer ids)."""
+    wanted = [source, target] + ([weight] if weight is not None else [])
+    require_columns(table.column_names, wanted, name, where="the table",
+                    hint="source=, target= and weight=")
+    s, d = _plain(table.column(source)), _plain(table.column(target))
+    for col_name, col in ((source, s), (target, d)):
+        if col.null_count:
+            raise GraphFormatError(f"column {col_name!r} is null in row {_first_null(col)}",
+                                   path=name)
+        if _is_text(col.type):
+            raise GraphFormatError(f"column {col_name!r} holds text: a partitioned run needs "
+                                   "integer node ids", path=name)
+    w = None if weight is None else _weights(_plain(table.column(weight)), weight, name)
+    return _ids(s, source, name), _ids(d, target, name), w
+
+
 def _is_text(t: Any) -> bool:
     """String or binary Arrow type, the view types (Polars' strings) included."""
     import pyarrow as pa

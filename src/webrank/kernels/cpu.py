@@ -247,7 +247,7 @@ def fused_step(
     """
     jit = _jit()
     if jit is None:  # pragma: no cover - only without numba
-        return scipy_step(in_link_matrix(indptr, indices, vals),
+        return scipy_step(in_link_matrix(indptr, indices, vals, xs.size),
                           np.flatnonzero(inv_out == 0), xs, x, v, d, inv_out, alpha, dm,
                           mass, crit, delta, x_out, xs_out)
     jit.fused_step(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
@@ -257,27 +257,32 @@ def fused_step(
     return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
 
 
-def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray) -> Any:
+def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
+                   num_sources: int | None = None) -> Any:
     """The in-link CSR of a graph as the matrix :func:`scipy_step` multiplies by.
 
     Parameters
     ----------
     indptr, indices : ndarray of int
-        The CSR's row pointers (n + 1) and source nodes (one per edge).
+        The CSR's row pointers (rows + 1) and source nodes (one per edge).
     vals : ndarray of float
         The transition values of a weighted graph (one per edge, any float dtype), or
         empty for an unweighted one.
+    num_sources : int, optional
+        Columns: the nodes of the whole graph when the rows are one part of it (default:
+        as many as rows).
 
     Returns
     -------
     scipy.sparse.csr_array
-        n x n, float64: ``vals`` as entries (exactly, a float32 value widened), or ones.
+        rows x num_sources, float64: ``vals`` as entries (exactly, a float32 value
+        widened), or ones.
     """
     import scipy.sparse as sp
 
     n = indptr.size - 1
     data = vals.astype(np.float64) if vals.size else np.ones(indices.size)
-    return sp.csr_array((data, indices, indptr), shape=(n, n))
+    return sp.csr_array((data, indices, indptr), shape=(n, num_sources or n))
 
 
 def scipy_step(

@@ -85,18 +85,19 @@ __device__ __forceinline__ void wr_heavy_segments(
 
 // One power step over every row: a group of GROUP lanes gathers a row (split rows read
 // their sum from heavy_sum and clear it), then wr_finish_row; the block's partial
-// reductions are added to acc_out.
+// reductions are added to acc_out. `n` rows; inv_n is 1 / (nodes of the graph): the
+// uniform teleport value, also when the rows are one part of a partitioned graph.
 template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP, bool COH>
 __device__ __forceinline__ void wr_pull_rows(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
     const T* __restrict__ vals, const T* xs, const double* x,
     const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
     const int uniform_d, const double* __restrict__ inv_out, const double alpha,
-    const double dm, const double mass, double* acc_out, const int crit, const int mode,
-    double* __restrict__ x_out, T* __restrict__ xs_out, const i64 heavy_threshold,
-    double* heavy_sum, const int permuted, const IX* __restrict__ xs_pos)
+    const double inv_n, const double dm, const double mass, double* acc_out, const int crit,
+    const int mode, double* __restrict__ x_out, T* __restrict__ xs_out,
+    const i64 heavy_threshold, double* heavy_sum, const int permuted,
+    const IX* __restrict__ xs_pos)
 {
-    const double inv_n = 1.0 / (double)n;
     const int lane = threadIdx.x % GROUP;
     // rows are dealt out a warp at a time so that every lane of a warp runs the same
     // number of loop trips (the shuffles below need the whole warp)
@@ -156,7 +157,7 @@ __global__ void wr_fused_step(
     const T* __restrict__ vals, const T* __restrict__ xs, const double* __restrict__ x,
     const double* __restrict__ v, const double* __restrict__ d,
     const int uniform_v, const int uniform_d,
-    const double* __restrict__ inv_out, const double alpha,
+    const double* __restrict__ inv_out, const double alpha, const double inv_n,
     const double* __restrict__ acc_prev, double* __restrict__ acc_out,
     const int crit, const double tol_cmp, const int mode,
     double* __restrict__ x_out, T* __restrict__ xs_out,
@@ -166,7 +167,7 @@ __global__ void wr_fused_step(
 {
     if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
     wr_pull_rows<IP, IX, T, WEIGHTED, GROUP, false>(
-        n, indptr, indices, vals, xs, x, v, d, uniform_v, uniform_d, inv_out, alpha,
+        n, indptr, indices, vals, xs, x, v, d, uniform_v, uniform_d, inv_out, alpha, inv_n,
         acc_prev[1], acc_prev[2], acc_out, crit, mode, x_out, xs_out, heavy_threshold,
         heavy_sum, permuted, xs_pos);
 }
@@ -202,7 +203,8 @@ __global__ void __launch_bounds__(256) wr_pull_solve(
         const int mode = delta ? (s == 1 ? WR_FIRST_DELTA : WR_DELTA) : WR_PLAIN;
         wr_pull_rows<IP, IX, T, WEIGHTED, GROUP, true>(
             n, indptr, indices, vals, xs_in, in ? x_b : x_a, v, d, uniform_v, uniform_d,
-            inv_out, alpha, __ldcg(prev + 1), __ldcg(prev + 2), hist + WR_ACC * s, crit,
+            inv_out, alpha, 1.0 / (double)n, __ldcg(prev + 1), __ldcg(prev + 2),
+            hist + WR_ACC * s, crit,
             mode, in ? x_a : x_b, in ? xs_a : xs_b, heavy_threshold, heavy_sum, permuted,
             xs_pos);
         grid.sync();

@@ -1,0 +1,333 @@
+"""Partitioned inputs and outputs: every rank reads its share, no rank holds the graph.
+
+Inputs (:func:`read_part`):
+
+* a **shard directory** written by :func:`write_shards` (``webrank convert GRAPH DIR
+  --shards P``): ``webrank-shards.json`` (nodes, links, the row bounds) and one
+  ``part-IIIII-of-PPPPP.npz`` per part holding that part's CSR rows (global source ids) and
+  the out-weights of its rows. Rank i reads part i and checks it against the manifest.
+* **edge files** (a list of edge lists, plain or gzip, or a directory of Parquet files):
+  rank r reads the files ``r, r + P, ...``; the ranks agree on row bounds balanced by
+  in-links from a 65,536-bucket histogram (one all-reduce), route each edge to the rank
+  that owns its target (one all-to-all), build their rows' CSR, and route each source's
+  out-degree (or out-weight) to its owner (another all-to-all). Node ids must be global
+  integers (``0..n-1``; n is the largest id + 1 unless given): string labels would need a
+  distributed dictionary, which webrank does not have.
+
+Outputs: :func:`write_scores` writes each rank's rows to ``part-RRRRR.parquet`` in a
+directory (atomically, as the single-node writer) and rank 0 a ``_SUCCESS`` manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from webrank.distributed.comm import Comm
+from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_bounds
+from webrank.errors import DistributedError, GraphFormatError
+from webrank.graph import Graph
+
+__all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_scores",
+           "write_shards"]
+
+MANIFEST = "webrank-shards.json"
+#: buckets of the in-link histogram the ranks split the rows by
+HISTOGRAM_BUCKETS = 1 << 16
+
+
+def shard_name(part: int, parts: int) -> str:
+    return f"part-{part:05d}-of-{parts:05d}.npz"
+
+
+def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) -> Path:
+    """Write ``graph`` as ``parts`` row shards balanced by in-links (atomically).
+
+    Returns the directory. Labels other than ``0..n-1`` are written beside the shards
+    (``labels.npy``, or ``labels.parquet`` for strings) for the ranks' outputs.
+    """
+    from webrank.distributed.partition import split_graph
+    from webrank.io._atomic import atomic_write
+
+    if isinstance(parts, bool) or int(parts) < 1:
+        raise ValueError(f"shards must be a positive integer, not {parts!r}")
+    g = graph.to_host()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    bounds = edge_balanced_bounds(g.indptr, int(parts))
+    files = []
+    for part in split_graph(g, bounds=bounds):
+        name = shard_name(part.index, int(parts))
+        meta = {"part": part.index, "parts": int(parts), "row_begin": part.row_begin,
+                "row_end": part.row_end, "n": g.n, "edges": part.num_edges}
+        arrays = {"indptr": np.asarray(part.indptr, dtype=np.int64),
+                  "indices": part.indices, "out_weight": part.out_weight,
+                  "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+        if part.weights is not None:
+            arrays["weights"] = part.weights
+        with atomic_write(directory / name) as f:
+            np.savez(f, **arrays)
+        files.append(name)
+    labels = None
+    if g.labels is not None:
+        labels = _write_labels(g.labels, directory)
+    manifest = {"format": "webrank-shards", "version": 1, "n": g.n, "edges": g.num_edges,
+                "parts": int(parts), "bounds": bounds.tolist(),
+                "weighted": g.weights is not None, "files": files, "labels": labels,
+                "name": g.name}
+    with atomic_write(directory / MANIFEST, mode="w") as f:
+        json.dump(manifest, f, indent=1)
+    return directory
+
+
+def _write_labels(labels: np.ndarray, directory: Path) -> str:
+    from webrank.io._atomic import atomic_write
+
+    if labels.dtype.kind in "iu":
+        with atomic_write(directory / "labels.npy") as f:
+            np.save(f, labels)
+        return "labels.npy"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with atomic_write(directory / "labels.parquet") as f:
+        pq.write_table(pa.table({"label": labels.astype(str)}), f)
+    return "labels.parquet"
+
+
+def read_labels(directory: str | os.PathLike[str]) -> np.ndarray | None:
+    """The labels written beside the shards, or None (ids are the labels)."""
+    directory = Path(directory)
+    manifest = _manifest(directory)
+    name = manifest.get("labels")
+    if not name:
+        return None
+    if name.endswith(".npy"):
+        return np.load(directory / name, allow_pickle=False)
+    import pyarrow.parquet as pq
+
+    return pq.read_table(directory / name)["label"].to_numpy(zero_copy_only=False)
+
+
+def _manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST
+    if not path.exists():
+        raise DistributedError(f"{directory} holds no {MANIFEST}: write shards with "
+                               f"`webrank convert GRAPH {directory} --shards P`")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DistributedError(f"{path}: not a webrank shard manifest ({exc})") from None
+    if doc.get("format") != "webrank-shards":
+        raise DistributedError(f"{path}: not a webrank shard manifest")
+    return doc
+
+
+def read_shard(directory: str | os.PathLike[str], part: int, parts: int) -> Part:
+    """Part ``part`` of a shard directory, checked against its manifest.
+
+    Raises
+    ------
+    DistributedError
+        No manifest, a different number of shards than ``parts`` (the ranks started),
+        a missing shard, or a shard whose rows, nodes or links disagree with the manifest
+        (shards of different conversions mixed).
+    """
+    directory = Path(directory)
+    doc = _manifest(directory)
+    if int(doc["parts"]) != int(parts):
+        raise DistributedError(f"{directory} holds {doc['parts']} shards but {parts} ranks "
+                               f"were started: start {doc['parts']} (or convert with "
+                               f"--shards {parts})")
+    name = shard_name(part, parts)
+    path = directory / name
+    if not path.exists():
+        raise DistributedError(f"shard {name} is missing from {directory}")
+    bounds = np.asarray(doc["bounds"], dtype=np.int64)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode())
+            indptr, indices = z["indptr"], z["indices"]
+            out_weight = z["out_weight"]
+            weights = z["weights"] if "weights" in z.files else None
+    except (OSError, ValueError, KeyError) as exc:
+        raise DistributedError(f"{path}: not a webrank shard ({exc})") from None
+    r0, r1 = int(bounds[part]), int(bounds[part + 1])
+    problems = []
+    if (meta.get("row_begin"), meta.get("row_end")) != (r0, r1):
+        problems.append(f"rows {meta.get('row_begin')}:{meta.get('row_end')} where the "
+                        f"manifest says {r0}:{r1}")
+    if meta.get("n") != doc["n"]:
+        problems.append(f"{meta.get('n')} nodes where the manifest says {doc['n']}")
+    if indptr.size != r1 - r0 + 1 or int(indptr[-1]) != indices.size or \
+            meta.get("edges") != indices.size or out_weight.size != r1 - r0:
+        problems.append("arrays of the wrong sizes")
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= doc["n"]):
+        problems.append("source ids outside the graph")
+    if problems:
+        raise DistributedError(f"shard {name} in {directory}: {'; '.join(problems)} "
+                               "(shards from different conversions mixed?)")
+    return Part(index=part, row_begin=r0, row_end=r1, n=int(doc["n"]), indptr=indptr,
+                indices=indices, weights=weights, out_weight=out_weight)
+
+
+def read_part(source: Any, comm: Comm, *, num_nodes: int | None = None,
+              source_col: str = "src", target_col: str = "dst",
+              weight_col: str | None = None, duplicates: str = "collapse"
+              ) -> tuple[Part, np.ndarray, np.ndarray | None]:
+    """This rank's part of ``source`` (a shard directory, a Parquet directory, or a list of
+    edge files), the row bounds of every part, and the labels (shards only; else None)."""
+    if isinstance(source, str | os.PathLike) and (Path(source) / MANIFEST).exists():
+        directory = Path(source)
+        part = read_shard(directory, comm.rank, comm.size)
+        bounds = np.asarray(_manifest(directory)["bounds"], dtype=np.int64)
+        return part, bounds, read_labels(directory)
+    part, bounds = read_edge_files(source, comm, num_nodes=num_nodes, source_col=source_col,
+                                   target_col=target_col, weight_col=weight_col,
+                                   duplicates=duplicates)
+    return part, bounds, None
+
+
+def _edge_files(source: Any) -> list[Path]:
+    if isinstance(source, str | os.PathLike):
+        p = Path(source)
+        if p.is_dir():
+            files = sorted(q for q in p.iterdir() if q.suffix in (".parquet", ".pq")
+                           or q.name.endswith((".txt", ".txt.gz", ".tsv", ".tsv.gz",
+                                               ".csv", ".csv.gz", ".el", ".el.gz")))
+            if not files:
+                raise DistributedError(f"{p} holds no edge files (.parquet, .txt, .csv, "
+                                       "... or a shard manifest)")
+            return files
+        return [p]
+    return [Path(s) for s in source]
+
+
+def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    if not path.exists():
+        raise GraphFormatError("no such file", path=path)
+    if path.suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        from webrank.io.frames import arrow_id_columns
+
+        return arrow_id_columns(pq.read_table(path), source_col, target_col, weight_col,
+                                name=str(path))
+    from webrank.io.edgelist import read_edge_columns
+
+    src, dst, w, _labels = read_edge_columns(path)  # a third column: the weights
+    return src, dst, w
+
+
+def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
+                    source_col: str = "src", target_col: str = "dst",
+                    weight_col: str | None = None, duplicates: str = "collapse"
+                    ) -> tuple[Part, np.ndarray]:
+    """This rank's rows of the graph in a list of edge files (see the module docstring).
+
+    Parallel edges: ``"collapse"`` keeps one (the largest weight; the single-node
+    reader's "last in the file" has no meaning across files read by different ranks),
+    ``"sum"`` adds their weights. Returns ``(part, bounds)``.
+    """
+    if duplicates not in ("collapse", "sum"):
+        raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
+    files = _edge_files(source)
+    mine = files[comm.rank::comm.size]
+    cols = [_read_columns(f, source_col, target_col, weight_col) for f in mine]
+    weighted = any(comm.allgather_obj(any(c[2] is not None for c in cols)))
+    src = np.concatenate([c[0] for c in cols]) if cols else np.zeros(0, np.int64)
+    dst = np.concatenate([c[1] for c in cols]) if cols else np.zeros(0, np.int64)
+    w = None
+    if weighted:
+        w = np.concatenate([c[2] if c[2] is not None else np.ones(c[0].size) for c in cols]
+                           ) if cols else np.zeros(0)
+    top = max(int(src.max(initial=-1)), int(dst.max(initial=-1)))
+    top_all = max(comm.allgather_obj(top))
+    n = top_all + 1 if num_nodes is None else int(num_nodes)
+    if top_all >= n:
+        raise GraphFormatError(f"node id {top_all} is out of range for num_nodes={n}")
+    if n == 0:
+        raise GraphFormatError("no edges in " + ", ".join(map(str, files)))
+    # rows balanced by in-links: a histogram of the targets, summed over the ranks
+    buckets = min(n, HISTOGRAM_BUCKETS)
+    hist = np.bincount((dst * buckets) // n, minlength=buckets).astype(np.float64)
+    comm.allreduce([hist], "sum")
+    bounds = histogram_bounds(hist, n, comm.size)
+    # every edge to the rank that owns its target
+    owner = np.searchsorted(bounds, dst, side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=comm.size)
+    pairs = comm.alltoallv(np.stack([src[order], dst[order]], axis=1), counts)
+    wts = comm.alltoallv(w[order], counts) if weighted else None
+    r0, r1 = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
+    part = _local_csr(pairs[:, 0], pairs[:, 1] - r0, wts, r0, r1, n, duplicates, comm.rank)
+    part.out_weight = _route_out_weights(part, bounds, comm)
+    return part, bounds
+
+
+def _local_csr(src: np.ndarray, row: np.ndarray, w: np.ndarray | None, r0: int, r1: int,
+               n: int, duplicates: str, index: int) -> Part:
+    """The CSR of rows ``r0:r1`` from in-links (``row`` relative to r0), duplicates merged."""
+    rows = r1 - r0
+    key = row.astype(np.int64) * n + src
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.ones(key.size, dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    weights = None
+    if w is not None:
+        w = w[order]
+        starts = np.flatnonzero(first)
+        weights = (np.add.reduceat(w, starts) if duplicates == "sum"
+                   else np.maximum.reduceat(w, starts)) if key.size else w
+    elif duplicates == "sum" and key.size and not first.all():
+        starts = np.flatnonzero(first)
+        weights = np.diff(np.append(starts, key.size)).astype(np.float64)
+    key = key[first]
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // n, minlength=rows), out=indptr[1:])
+    idx_dtype = np.int32 if n <= np.iinfo(np.int32).max else np.int64
+    return Part(index=index, row_begin=r0, row_end=r1, n=n, indptr=indptr,
+                indices=(key % n).astype(idx_dtype), weights=weights,
+                out_weight=np.zeros(rows))
+
+
+def _route_out_weights(part: Part, bounds: np.ndarray, comm: Comm) -> np.ndarray:
+    """Out-degree (or out-weight) of this rank's rows: every rank counts the sources of
+    its in-links and sends each count to the source's owner."""
+    ids, inverse = np.unique(part.indices, return_inverse=True)
+    sums = np.bincount(inverse, weights=part.weights, minlength=ids.size).astype(np.float64)
+    owner = np.searchsorted(bounds, ids, side="right") - 1
+    counts = np.bincount(owner, minlength=comm.size)  # ids are sorted: grouped by owner
+    got_ids = comm.alltoallv(ids.astype(np.int64), counts)
+    got_sums = comm.alltoallv(sums, counts)
+    out = np.zeros(part.rows)
+    np.add.at(out, got_ids - part.row_begin, got_sums)
+    return out
+
+
+def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
+                 scores: np.ndarray, labels: np.ndarray | None = None) -> Path:
+    """Each rank writes its rows' scores to ``DIR/part-RRRRR.parquet`` (columns ``node``,
+    ``score``; atomically); rank 0 writes ``DIR/_SUCCESS`` once every part is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from webrank.io._atomic import atomic_write
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ids = np.arange(row_begin, row_begin + scores.size)
+    nodes = ids if labels is None else labels[ids]
+    with atomic_write(directory / f"part-{comm.rank:05d}.parquet") as f:
+        pq.write_table(pa.table({"node": nodes, "score": scores}), f)
+    written = comm.allgather_obj(scores.size)
+    if comm.rank == 0:
+        with atomic_write(directory / "_SUCCESS", mode="w") as f:
+            json.dump({"parts": comm.size, "rows": written}, f)
+    return directory

@@ -1,0 +1,397 @@
+"""The Google matrix of a row-partitioned graph: this process's parts and a communicator.
+
+:class:`PartitionedOperator` implements :class:`~webrank.backends.base.PageRankOperator`,
+so the solvers run on it unchanged. Its vectors are full-length and replicated on every
+process (host NumPy arrays, float64); the parts live where their home is (host memory, or
+one GPU each).
+
+* :meth:`~PartitionedOperator.power_steps` is the partitioned power step: each part runs
+  the fused step of its backend on its rows (the Numba kernel on the CPU, the pull kernel
+  on a GPU), reading the full gathered vector ``xs`` and writing its own slice of the next
+  one; then one all-gather of the slices and one all-reduce of the step's (residual,
+  dangling mass, mass, L1 norm). On GPUs the steps are queued with their collectives on
+  each device's stream and the host reads the residuals every ``check_every`` steps.
+* :meth:`~PartitionedOperator.matvec` (GMRES, BiCGSTAB) computes each part's rows of
+  ``P^T x`` and all-gathers them: Krylov vectors are replicated, so their memory is
+  O(restart x n) per process, fine for clusters of CPUs, not for a web crawl on GPUs
+  (there the power method runs).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult
+from webrank.distributed.comm import Comm
+from webrank.distributed.partition import Part
+
+__all__ = ["PartitionedOperator"]
+
+_CRIT = {c: i for i, c in enumerate(CRITERIA)}
+
+
+class _HostPart:
+    """A part on the CPU: its CSR for the Numba step and SciPy products."""
+
+    def __init__(self, part: Part, dtype: np.dtype) -> None:
+        from webrank.kernels import cpu
+
+        self.part = part
+        self.r0, self.r1 = part.row_begin, part.row_end
+        self.indptr = np.asarray(part.indptr, dtype=np.int64)
+        self.indices = np.asarray(part.indices)
+        self.vals = (np.zeros(0, dtype=dtype) if part.weights is None
+                     else np.asarray(part.weights, dtype=dtype))
+        ow = np.asarray(part.out_weight, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            self.inv_out = np.where(ow > 0, 1.0 / np.where(ow > 0, ow, 1.0), 0.0)
+        self.dangling = ow == 0
+        self.bounds = cpu.chunk_bounds(self.indptr, cpu.default_chunks())
+        self.partial = np.zeros((max(self.bounds.size, 2), 3))
+        self._matrix = None
+
+    def matrix(self, n: int) -> Any:
+        from webrank.kernels.cpu import in_link_matrix
+
+        if self._matrix is None:
+            self._matrix = in_link_matrix(self.indptr, self.indices, self.vals, n)
+        return self._matrix
+
+
+class _DevicePart:
+    """A part on one GPU: its CSR, split long rows and pull kernels (webrank.kernels.cuda)."""
+
+    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any) -> None:
+        import cupy as cp
+
+        from webrank.backends.gpu import _BLOCK, HEAVY_THRESHOLD, _heavy_segments
+        from webrank.kernels import cuda
+
+        self.part, self.device, self.stream = part, int(device), stream
+        self.r0, self.r1 = part.row_begin, part.row_end
+        indptr = np.asarray(part.indptr, dtype=np.int64)
+        if indptr[-1] < 2**31:
+            indptr = indptr.astype(np.int32)
+        with cp.cuda.Device(self.device):
+            self.indptr = cp.asarray(indptr)
+            self.indices = cp.asarray(part.indices)
+            self.weighted = part.weights is not None
+            self.vals = (cp.asarray(np.asarray(part.weights, dtype=dtype)) if self.weighted
+                         else cp.zeros(1, dtype=dtype))
+            ow = np.asarray(part.out_weight, dtype=np.float64)
+            with np.errstate(divide="ignore"):
+                inv = np.where(ow > 0, 1.0 / np.where(ow > 0, ow, 1.0), 0.0)
+            self.inv_out = cp.asarray(inv)
+            self.dangling_f = cp.asarray((ow == 0).astype(np.float64))
+            heavy = _heavy_segments(indptr, HEAVY_THRESHOLD)
+            self.nseg = int(heavy["seg_row"].size)
+            self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
+            self.threshold = HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max
+            group = cuda.pick_group(heavy["light_mean"] / 16)
+            ip, ix, t = indptr.dtype.name, self.indices.dtype.name, np.dtype(dtype).name
+            self.fused = cuda.get_kernel(ip, ix, t, self.weighted, group)
+            self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            rows = max(self.r1 - self.r0, 1)
+            self.grid = int(min(max(1, -(-rows // (_BLOCK // group))), sms * 16))
+            self.heavy_grid = int(min(max(1, -(-self.nseg // (_BLOCK // 32))), sms * 16))
+            self.block = _BLOCK
+            self.heavy_sum = cp.zeros(rows, dtype=np.float64)
+            self.no_chunk = cp.zeros(1, dtype=np.uint64)  # step counting is the host's
+            self.xs_pos = cp.zeros(1, dtype=self.indices.dtype)
+
+    def launch(self, n: int, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
+               x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
+               alpha: float, crit: int, tol_cmp: float) -> None:
+        """Queue one step of this part on its device's stream."""
+        skip = (self.no_chunk, np.int64(0), np.int64(0), np.int64(1))
+        if self.nseg:
+            self.heavy_kernel((self.heavy_grid,), (self.block,),
+                              (np.int64(self.nseg), self.heavy["seg_row"], self.heavy["begin"],
+                               self.heavy["end"], self.indices, self.vals, xs_in,
+                               self.heavy_sum, acc_prev, np.float64(tol_cmp), *skip))
+        self.fused((self.grid,), (self.block,),
+                   (np.int64(self.r1 - self.r0), self.indptr, self.indices, self.vals, xs_in,
+                    x_in, v, d, np.int32(uniform_v), np.int32(uniform_d), self.inv_out,
+                    np.float64(alpha), np.float64(1.0 / n), acc_prev, acc_out, np.int32(crit),
+                    np.float64(tol_cmp), np.int32(mode), x_out, xs_out, *skip,
+                    np.int64(self.threshold), self.heavy_sum, np.int32(0), self.xs_pos))
+
+
+class PartitionedOperator(PageRankOperator):
+    """The Google matrix of a graph split into row parts across homes and processes.
+
+    Parameters
+    ----------
+    parts : list of Part
+        This process's parts, one list per home of ``comm`` (``comm.homes`` gives their
+        indices), in that order.
+    bounds : ndarray of int64, shape (P + 1,)
+        Row bounds of all P parts of the run.
+    comm : Comm
+        The transport (:mod:`webrank.distributed.comm`).
+    alpha : float
+        Damping factor.
+    personalization, dangling : ndarray of float64 (n,) or None
+        Teleport and dangling distributions, full length (None: uniform).
+    dtype : {"float32", "float64"}
+        Storage of the gathered vector.
+    devices : list of int, optional
+        The GPU of each home; None runs every part on the CPU.
+    check_every : int, default 16
+        GPU steps queued between two reads of the residuals.
+    """
+
+    name = "partitioned"
+
+    def __init__(self, parts: list[Part], bounds: np.ndarray, comm: Comm, alpha: float,
+                 personalization: np.ndarray | None, dangling: np.ndarray | None,
+                 dtype: str, devices: list[int] | None = None, check_every: int = 16) -> None:
+        self.comm = comm
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        self.n = int(self.bounds[-1])
+        self.alpha = float(alpha)
+        self.dtype = np.dtype(dtype)
+        self.uniform_v = personalization is None
+        self.uniform_d = dangling is None and personalization is None
+        self.matvecs = 0
+        self.delta_steps = self.dtype == np.float32
+        self.graph = None
+        self.xp = np
+        self.check_every = int(check_every)
+        self._v = (np.full(self.n, 1.0 / self.n) if personalization is None
+                   else np.asarray(personalization, dtype=np.float64))
+        self._d = self._v if dangling is None else np.asarray(dangling, dtype=np.float64)
+        self.parts = parts
+        self.devices = None if devices is None else [int(d) for d in devices]
+        if self.devices is None:
+            self._homes = [_HostPart(p, self.dtype) for p in parts]
+        else:
+            streams = getattr(comm, "streams", None)
+            if streams is None or len(streams) != len(parts):
+                raise ValueError("GPU parts need a GPU communicator with one stream per part")
+            self._homes = [_DevicePart(p, dev, self.dtype, s)
+                           for p, dev, s in zip(parts, self.devices, streams, strict=True)]
+        self.info = {"engine": "partitioned", "parts": int(self.bounds.size - 1),
+                     "processes": comm.size, "part_edges": [p.num_edges for p in parts],
+                     "comm": type(comm).__name__}
+        self.timings: dict[str, float] = {}
+        self._out_full: np.ndarray | None = None
+
+    # -- vectors of the solvers (full length, replicated) ------------------------------
+    def asarray(self, a: Any) -> np.ndarray:
+        return np.asarray(a, dtype=np.float64)
+
+    def teleport(self) -> np.ndarray:
+        return self._v
+
+    def dangling_dist(self) -> np.ndarray:
+        return self._d
+
+    def _host_gather(self, buf: np.ndarray) -> None:
+        """All-gather a host vector's part slices across processes (the homes of this
+        process have filled theirs)."""
+        host = getattr(self.comm, "host", None)
+        if host is not None:
+            host.allgatherv([buf], self.bounds)
+        elif self.devices is None:
+            self.comm.allgatherv([buf], self.bounds)
+        # several GPUs of one process: every slice is already in this process
+
+    def _out_weight_full(self) -> np.ndarray:
+        if self._out_full is None:
+            out = np.zeros(self.n)
+            for p in self.parts:
+                out[p.row_begin:p.row_end] = p.out_weight
+            self._host_gather(out)
+            self._out_full = out
+        return self._out_full
+
+    def dangling_mass(self, x: Any) -> float:
+        return float(np.asarray(x)[self._out_weight_full() == 0].sum())
+
+    def propagate(self, x: Any) -> np.ndarray:
+        """``P^T x`` (full length): each part's rows, then all-gathered."""
+        ow = self._out_weight_full()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xs = np.where(ow > 0, np.asarray(x, dtype=np.float64) / ow, 0.0)
+        y = np.zeros(self.n)
+        for home in self._homes:
+            if self.devices is None:
+                y[home.r0:home.r1] = home.matrix(self.n) @ xs
+            else:
+                y[home.r0:home.r1] = self._device_product(home, xs)
+        self._host_gather(y)
+        return y
+
+    def _device_product(self, home: _DevicePart, xs: np.ndarray) -> np.ndarray:
+        import cupy as cp
+        import cupyx.scipy.sparse as csp
+
+        with cp.cuda.Device(home.device):
+            if not hasattr(home, "matrix"):
+                data = home.vals.astype(np.float64) if home.weighted else cp.ones(
+                    home.indices.size, dtype=np.float64)
+                home.matrix = csp.csr_matrix(
+                    (data, home.indices.astype(np.int32), home.indptr.astype(np.int32)),
+                    shape=(home.r1 - home.r0, self.n))
+            return cp.asnumpy(home.matrix @ cp.asarray(xs))
+
+    # -- the partitioned power step -------------------------------------------------------
+    def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
+                    callback: Any = None) -> StepsResult:
+        x = np.asarray(x, dtype=np.float64)
+        if max_steps < 1:
+            return StepsResult(x=x.copy(), residuals=np.zeros(0), converged=False)
+        crit = _CRIT[criterion]
+        tol_cmp = tol * tol if criterion == "l2" else tol
+        t0 = time.perf_counter()
+        if self.devices is None:
+            out = self._host_steps(x, crit, tol_cmp, max_steps, callback)
+        else:
+            out = self._device_steps(x, crit, tol_cmp, max_steps, callback)
+        self.timings["steps_s"] = time.perf_counter() - t0
+        self.matvecs += out.residuals.size
+        return out
+
+    def _local_v(self, home: Any) -> tuple[np.ndarray, np.ndarray]:
+        v = np.array([1.0 / self.n]) if self.uniform_v else self._v[home.r0:home.r1]
+        d = np.array([1.0 / self.n]) if self.uniform_d else self._d[home.r0:home.r1]
+        return v, d
+
+    def _reduce(self, res: float, rest: np.ndarray, crit: int) -> tuple[float, np.ndarray]:
+        """All-reduce a step's residual (max for the per-node criterion) and its sums."""
+        if crit == 2:
+            buf = np.array([res])
+            self.comm.allreduce([buf], "max")
+            self.comm.allreduce([rest], "sum")
+            return float(buf[0]), rest
+        buf = np.concatenate([[res], rest])
+        self.comm.allreduce([buf], "sum")
+        return float(buf[0]), buf[1:]
+
+    def _host_steps(self, x: np.ndarray, crit: int, tol_cmp: float, max_steps: int,
+                    callback: Any) -> StepsResult:
+        from webrank.kernels import cpu
+
+        n, homes = self.n, self._homes
+        xs, xs_next = np.empty(n, dtype=self.dtype), np.empty(n, dtype=self.dtype)
+        xl = [x[h.r0:h.r1].copy() for h in homes]
+        xl_next = [np.empty_like(a) for a in xl]
+        for h, a in zip(homes, xl, strict=True):
+            xs[h.r0:h.r1] = a * h.inv_out
+        self.comm.allgatherv([xs], self.bounds)
+        _, sums = self._reduce(0.0, np.array([sum(float(a[h.dangling].sum())
+                                                  for h, a in zip(homes, xl, strict=True)),
+                                              0.0]), 0)
+        dm, mass = float(sums[0]), 0.0
+        delta = False
+        residuals, converged = [], False
+        vd = [self._local_v(h) for h in homes]
+        for step in range(1, max_steps + 1):
+            res, local = 0.0, np.zeros(2)
+            for h, a, b, (v, d) in zip(homes, xl, xl_next, vd, strict=True):
+                r, ddm, dmass = cpu.fused_step(h.indptr, h.indices, h.vals, xs, a, v, d,
+                                               h.inv_out, self.alpha, dm, mass, crit, delta,
+                                               h.bounds, b, xs_next[h.r0:h.r1], h.partial)
+                res = max(res, r) if crit == 2 else res + r
+                local += (ddm, dmass)
+            if self.delta_steps and not delta:
+                # from now on gather the change (see kernels.cpu.fused_step)
+                local[:] = 0.0
+                for h, a, b in zip(homes, xl, xl_next, strict=True):
+                    change = b - a
+                    xs_next[h.r0:h.r1] = change * h.inv_out
+                    local += (change[h.dangling].sum(), change.sum())
+                delta = True
+            res, sums = self._reduce(res, local, crit)
+            dm, mass = float(sums[0]), float(sums[1])
+            self.comm.allgatherv([xs_next], self.bounds)
+            xs, xs_next = xs_next, xs
+            xl, xl_next = xl_next, xl
+            residuals.append(np.sqrt(res) if crit == 1 else res)
+            if callback is not None:
+                callback(step, residuals[-1])
+            if res < tol_cmp:
+                converged = True
+                break
+        full = np.zeros(n)
+        for h, a in zip(homes, xl, strict=True):
+            full[h.r0:h.r1] = a
+        self._host_gather(full)
+        return StepsResult(x=full, residuals=np.asarray(residuals), converged=converged)
+
+    def _device_steps(self, x: np.ndarray, crit: int, tol_cmp: float, max_steps: int,
+                      callback: Any) -> StepsResult:
+        import cupy as cp
+
+        from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
+
+        n, homes, comm = self.n, self._homes, self.comm
+        state = []
+        for h in homes:
+            with cp.cuda.Device(h.device), h.stream:
+                xa = cp.asarray(x[h.r0:h.r1])
+                xs = [cp.zeros(n, dtype=self.dtype), cp.zeros(n, dtype=self.dtype)]
+                xs[0][h.r0:h.r1] = (xa * h.inv_out).astype(self.dtype)
+                hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
+                hist[0, 1] = cp.dot(xa, h.dangling_f)
+                hist[0, 2] = xa.sum()
+                hist[0, 3] = cp.abs(xa).sum()
+                v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
+                d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
+                h.heavy_sum.fill(0)
+                state.append({"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist,
+                              "v": v, "d": d})
+        comm.allreduce([s["hist"][0, 1:] for s in state], "sum")
+        for h, s in zip(homes, state, strict=True):
+            with cp.cuda.Device(h.device), h.stream:
+                s["hist"][0, 0] = np.inf
+        comm.allgatherv([s["xs"][0] for s in state], self.bounds)
+        first, stop, done = 1, None, 0
+        gather_s = 0.0
+        while stop is None and done < max_steps:
+            last = min(done + self.check_every, max_steps)
+            for step in range(done + 1, last + 1):
+                i, o = (step - 1) % 2, step % 2
+                mode = ((FIRST_DELTA if step == 1 else DELTA) if self.delta_steps
+                        else PLAIN)
+                for h, s in zip(homes, state, strict=True):
+                    with cp.cuda.Device(h.device), h.stream:
+                        hist = s["hist"]
+                        h.launch(n, s["xs"][i], s["x"][i], hist[step - 1], hist[step], mode,
+                                 s["x"][o], s["xs"][o][h.r0:h.r1], s["v"], s["d"],
+                                 self.uniform_v, self.uniform_d, self.alpha, crit, tol_cmp)
+                if crit == 2:
+                    comm.allreduce([s["hist"][step, 0:1] for s in state], "max")
+                    comm.allreduce([s["hist"][step, 1:] for s in state], "sum")
+                else:
+                    comm.allreduce([s["hist"][step] for s in state], "sum")
+                comm.allgatherv([s["xs"][o] for s in state], self.bounds)
+            t = time.perf_counter()
+            comm.wait("the partitioned steps")  # raises naming silent ranks on a timeout
+            gather_s += time.perf_counter() - t
+            with cp.cuda.Device(homes[0].device):
+                res = cp.asnumpy(state[0]["hist"][first:last + 1, 0])
+            below = np.flatnonzero(res < tol_cmp)
+            if below.size:
+                stop = first + int(below[0])
+            if callback is not None:
+                r = res[below[0]] if below.size else res[-1]
+                callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+            done, first = last, last + 1
+        steps = stop if stop is not None else done
+        with cp.cuda.Device(homes[0].device):
+            residuals = cp.asnumpy(state[0]["hist"][1:steps + 1, 0])
+        if crit == 1:
+            residuals = np.sqrt(residuals)
+        full = np.zeros(n)
+        for h, s in zip(homes, state, strict=True):
+            with cp.cuda.Device(h.device):
+                full[h.r0:h.r1] = cp.asnumpy(s["x"][steps % 2])
+        self._host_gather(full)
+        self.timings["wait_s"] = gather_s
+        return StepsResult(x=full, residuals=residuals, converged=stop is not None)

