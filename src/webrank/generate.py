@@ -618,24 +618,99 @@ def rmat(
        Kernel generator section, https://graph500.org/ (v2.x / v3.0).
     """
     xp = _get_xp(xp)
+    dtype, n, m = _rmat_shape(scale, edge_factor, dtype)
+    rng = _xp_rng(xp, seed)
+    src, dst = _rmat_edges(xp, rng, int(scale), m, a, b, c, dtype, chunk_size)
+    if shuffle and n > 1:
+        _relabel(xp, src, dst, _permutation(xp, rng, n).astype(dtype, copy=False),
+                 chunk_size)
+    return src, dst, n
+
+
+def rmat_share(
+    scale: int,
+    edge_factor: int = 16,
+    *,
+    share: int = 0,
+    shares: int = 1,
+    seed: int = 0,
+    xp: Any = None,
+    dtype: Any = np.int64,
+    chunk_size: int = RMAT_CHUNK,
+    a: float = GRAPH500_A,
+    b: float = GRAPH500_B,
+    c: float = GRAPH500_C,
+    perm: Any = None,
+) -> tuple[Any, Any, int]:
+    """Share ``share`` of ``shares`` of an R-MAT graph (see :func:`rmat`), drawn
+    independently of the others: what each rank or GPU of a partitioned run generates,
+    so that no one holds the whole edge list.
+
+    The shares' edges come from generators seeded by ``(seed, share)``; the vertex
+    permutation (Graph500's shuffle) from one seeded by ``seed`` alone, so every share
+    relabels with the same permutation and together they are one R-MAT graph of
+    ``edge_factor * 2**scale`` edges (share i holds edges ``i * m // shares`` to
+    ``(i + 1) * m // shares``). Not the same edges as ``rmat(scale, seed=seed)``.
+    ``perm``: that permutation, from :func:`rmat_permutation`, when many shares are drawn
+    in one place (it is drawn once instead of once per share).
+
+    Returns ``(src, dst, n)`` of this share.
+    """
+    xp = _get_xp(xp)
+    dtype, n, m = _rmat_shape(scale, edge_factor, dtype)
+    if not 0 <= int(share) < int(shares):
+        raise ValueError(f"share must be in 0..{shares - 1}, not {share!r}")
+    lo, hi = int(share) * m // int(shares), (int(share) + 1) * m // int(shares)
+    rng = _xp_rng(xp, np.random.SeedSequence([int(seed), int(share)]).generate_state(1)[0])
+    src, dst = _rmat_edges(xp, rng, int(scale), hi - lo, a, b, c, dtype, chunk_size)
+    if n > 1:
+        if perm is None:
+            perm = rmat_permutation(scale, seed=seed, xp=xp, dtype=dtype)
+        _relabel(xp, src, dst, perm, chunk_size)
+    return src, dst, n
+
+
+def rmat_permutation(scale: int, *, seed: int = 0, xp: Any = None,
+                     dtype: Any = np.int64) -> Any:
+    """The vertex permutation every :func:`rmat_share` of ``seed`` applies."""
+    xp = _get_xp(xp)
+    return _permutation(xp, _xp_rng(xp, int(seed)), 1 << int(scale)).astype(dtype,
+                                                                             copy=False)
+
+
+def _rmat_shape(scale: int, edge_factor: int, dtype: Any) -> tuple[np.dtype, int, int]:
     scale, edge_factor = int(scale), int(edge_factor)
     if scale < 0:
         raise ValueError("scale must be >= 0")
     if edge_factor < 0:
         raise ValueError("edge_factor must be >= 0")
-    a, b, c = float(a), float(b), float(c)
-    d = 1.0 - a - b - c
-    if min(a, b, c) < 0 or d < -1e-12:
-        raise ValueError("need a, b, c >= 0 and a + b + c <= 1")
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
         raise ValueError("dtype must be an integer dtype")
     if scale > 8 * dtype.itemsize - (1 if dtype.kind == "i" else 0):
         raise ValueError(f"scale {scale} does not fit node ids in {dtype}")
-    chunk_size = max(1, int(chunk_size))
     n = 1 << scale
-    m = edge_factor * n
-    rng = _xp_rng(xp, seed)
+    return dtype, n, edge_factor * n
+
+
+def _relabel(xp: Any, src: Any, dst: Any, perm: Any, chunk_size: int) -> None:
+    """Apply the vertex permutation in place, a chunk at a time."""
+    chunk_size = max(1, int(chunk_size))
+    for lo in range(0, src.size, chunk_size):
+        hi = min(lo + chunk_size, src.size)
+        src[lo:hi] = perm[src[lo:hi]]
+        dst[lo:hi] = perm[dst[lo:hi]]
+
+
+def _rmat_edges(xp: Any, rng: Any, scale: int, m: int, a: float, b: float, c: float,
+                dtype: np.dtype, chunk_size: int) -> tuple[Any, Any]:
+    """``m`` R-MAT edges (unshuffled ids), level by level, a chunk at a time (see
+    :func:`rmat`)."""
+    a, b, c = float(a), float(b), float(c)
+    d = 1.0 - a - b - c
+    if min(a, b, c) < 0 or d < -1e-12:
+        raise ValueError("need a, b, c >= 0 and a + b + c <= 1")
+    chunk_size = max(1, int(chunk_size))
     src = xp.empty(m, dtype=dtype)
     dst = xp.empty(m, dtype=dtype)
     # Quadrants laid out on [0, 1) as a | b | d | c, so that
@@ -677,14 +752,7 @@ def rmat(
         if work != dtype:
             src[lo:hi] = s
             dst[lo:hi] = t
-    if shuffle and n > 1:
-        perm = _permutation(xp, rng, n).astype(dtype, copy=False)
-        for lo in range(0, m, chunk_size):
-            hi = min(lo + chunk_size, m)
-            src[lo:hi] = perm[src[lo:hi]]
-            dst[lo:hi] = perm[dst[lo:hi]]
-        del perm
-    return src, dst, n
+    return src, dst
 
 
 # ---------------------------------------------------------------------------

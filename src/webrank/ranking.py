@@ -197,7 +197,7 @@ def pagerank(
 
 _BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
                     "heavy_threshold", "gpu_links", "reorder", "engine", "part_rows",
-                    "chunk_bits", "launch_steps")
+                    "chunk_bits", "launch_steps", "device_memory_limit", "chunk_edges")
 _HYBRID_ONLY = ("gpu_links",)
 
 
@@ -217,7 +217,7 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
     if method not in PARTITIONED_METHODS:
         raise ValueError(f"method {method!r} does not run on several GPUs; use one of "
                          f"{', '.join(PARTITIONED_METHODS)}")
-    engine_opts = sorted(set(options) - {"check_every"} & set(_BACKEND_OPTIONS))
+    engine_opts = sorted((set(options) - {"check_every"}) & set(_BACKEND_OPTIONS))
     if engine_opts:
         raise ValueError(f"options {engine_opts} do not apply with gpus > 1 (each GPU runs "
                          "the pull step on its rows)")

@@ -84,8 +84,26 @@ def graph_on_device(src: Any, dst: Any, num_nodes: int, *, duplicates: str = "co
     if need > free:
         raise DeviceMemoryError(need, free, name or f"{m:,} edges")
 
-    keys = (dst.astype(cp.int64) << 32) | src.astype(cp.int64)
+    indptr, indices, weights = csr_on_device(src, dst, n, duplicates)
+    out_weight = (cp.bincount(indices, minlength=n) if weights is None else
+                  cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
+    return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
+                 name=name)
+
+
+def csr_on_device(src: Any, row: Any, rows: int, duplicates: str = "collapse"
+                  ) -> tuple[Any, Any, Any]:
+    """The CSR of the links ``src[k] -> row[k]`` (CuPy arrays, rows ``0..rows-1``: the
+    whole graph, or one part of it in webrank.distributed): keys ``(row << 32) | src``,
+    one radix sort, neighbouring equal keys merged (``"sum"`` keeps their count as the
+    weight), row pointers by binary search. Returns ``(indptr, indices, weights or
+    None)``, int32 indices, int32 or int64 row pointers. The keys are the only O(m)
+    temporary (about 16 bytes per link at the sort's peak)."""
+    import cupy as cp
+
+    keys = (row.astype(cp.int64) << 32) | src.astype(cp.int64)
     keys.sort()
+    m = int(keys.size)
     weights = None
     if m:
         first = cp.empty(m, dtype=cp.bool_)
@@ -102,14 +120,11 @@ def graph_on_device(src: Any, dst: Any, num_nodes: int, *, duplicates: str = "co
     nnz = int(keys.size)
     # the low 32 bits of each key are its source (ids < 2**31, so the cast keeps them)
     indices = keys.astype(cp.int32)
-    row_keys = cp.arange(n + 1, dtype=cp.int64) << 32
+    row_keys = cp.arange(rows + 1, dtype=cp.int64) << 32
     indptr = cp.searchsorted(keys, row_keys).astype(
         cp.int32 if nnz <= _MAX_NODES else cp.int64)
     del keys, row_keys
-    out_weight = (cp.bincount(indices, minlength=n) if weights is None else
-                  cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
-    return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
-                 name=name)
+    return indptr, indices, weights
 
 
 def device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32") -> int:

@@ -10,6 +10,8 @@ engine         a power step                                made for
                                                            synchronisation per solve
 ``blocked``    propagation blocking: a scatter and a       graphs past L2: sequential
                gather kernel (:mod:`webrank.blocking`)     streams instead of random gathers
+``stream``     the pull step over row chunks copied from   graphs larger than the GPU's
+               pinned host memory, two buffers in flight   memory (out of core)
 =============  ==========================================  ====================================
 
 :func:`choose_engine` picks from the graph's size and the device's L2 and free memory;
@@ -29,17 +31,18 @@ from webrank.backends.gpu_blocked import (
     BlockedGPUOperator,
     blocked_device_bytes,
 )
+from webrank.backends.gpu_stream import STREAM_OPTIONS, StreamedGPUOperator
 
 __all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
 
-ENGINES = ("auto", "pull", "blocked", "persistent")
+ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
 _CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
-            "blocked": BlockedGPUOperator}
+            "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator}
 #: options every engine takes (the persistent engine ignores the CUDA-graph ones)
 COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
 #: options each engine takes besides the common ones
 ENGINE_OPTIONS = {"pull": PULL_OPTIONS, "persistent": (*PULL_OPTIONS, "launch_steps"),
-                  "blocked": BLOCKED_OPTIONS}
+                  "blocked": BLOCKED_OPTIONS, "stream": STREAM_OPTIONS}
 #: the persistent engine runs graphs whose pull working set fits in this share of L2
 PERSISTENT_L2_SHARE = 1.0
 
@@ -55,6 +58,8 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
     """``(engine, reason)`` for ``engine="auto"``.
 
     * an option that only some engines take narrows the choice to them;
+    * ``stream`` when the graph and its vectors do not fit in free device memory (or a
+      ``device_memory_limit`` is given);
     * ``persistent`` while the pull step's working set fits in L2: a step is then tens of
       microseconds and one launch per solve saves the launch gaps and the graph capture;
     * ``blocked`` while its layout fits in free device memory: sequential streams beat the
@@ -70,12 +75,17 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
     n, m = graph.n, graph.num_edges
     l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
     working = pull_working_bytes(n, m, dtype)
+    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+    if candidates == ["stream"] or ("stream" in candidates and not graph.on_gpu
+                                    and working > 0.9 * free):
+        return "stream", (f"the graph ({working / 2**30:.1f} GiB with its vectors) does not "
+                          f"fit in free device memory ({free / 2**30:.1f} GiB): streamed "
+                          "from host memory")
     if "persistent" in candidates and working <= PERSISTENT_L2_SHARE * l2:
         return "persistent", (f"the pull step's working set ({working / 2**20:.1f} MiB) fits "
                               f"in L2 ({l2 / 2**20:.0f} MiB): one launch per solve")
     if "blocked" in candidates:
         need = blocked_device_bytes(n, m, dtype, graph.weights is not None)
-        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
         if need <= 0.9 * free:
             return "blocked", ("past L2: propagation blocking streams instead of random "
                                "gathers")

@@ -58,7 +58,7 @@ class HybridOperator(GPUOperator):
                 or gpu_links < 1:
             raise ValueError(f"gpu_links must be a positive integer, not {gpu_links!r}")
         for fixed in ("use_graph", "check_every", "reorder", "engine", "part_rows",
-                      "chunk_bits", "launch_steps"):
+                      "chunk_bits", "launch_steps", "device_memory_limit", "chunk_edges"):
             if fixed in options:
                 raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
         # the CPU's share gathers from the host CSR in the graph's own order

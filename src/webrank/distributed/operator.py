@@ -72,21 +72,21 @@ class _DevicePart:
 
         self.part, self.device, self.stream = part, int(device), stream
         self.r0, self.r1 = part.row_begin, part.row_end
-        indptr = np.asarray(part.indptr, dtype=np.int64)
-        if indptr[-1] < 2**31:
-            indptr = indptr.astype(np.int32)
         with cp.cuda.Device(self.device):
-            self.indptr = cp.asarray(indptr)
+            # a part built on its GPU (webrank.distributed.generate) is used in place
+            indptr = cp.asarray(part.indptr)
+            if indptr.dtype != np.int32 and int(indptr[-1]) < 2**31:
+                indptr = indptr.astype(np.int32)
+            self.indptr = indptr
             self.indices = cp.asarray(part.indices)
             self.weighted = part.weights is not None
-            self.vals = (cp.asarray(np.asarray(part.weights, dtype=dtype)) if self.weighted
+            self.vals = (cp.asarray(part.weights).astype(dtype) if self.weighted
                          else cp.zeros(1, dtype=dtype))
-            ow = np.asarray(part.out_weight, dtype=np.float64)
-            with np.errstate(divide="ignore"):
-                inv = np.where(ow > 0, 1.0 / np.where(ow > 0, ow, 1.0), 0.0)
-            self.inv_out = cp.asarray(inv)
-            self.dangling_f = cp.asarray((ow == 0).astype(np.float64))
-            heavy = _heavy_segments(indptr, HEAVY_THRESHOLD)
+            ow = cp.asarray(part.out_weight, dtype=np.float64)
+            self.inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
+            self.dangling_f = (ow == 0).astype(np.float64)
+            del ow
+            heavy = _heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device
             self.nseg = int(heavy["seg_row"].size)
             self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
             self.threshold = HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max
@@ -205,7 +205,8 @@ class PartitionedOperator(PageRankOperator):
         if self._out_full is None:
             out = np.zeros(self.n)
             for p in self.parts:
-                out[p.row_begin:p.row_end] = p.out_weight
+                ow = p.out_weight
+                out[p.row_begin:p.row_end] = ow.get() if hasattr(ow, "get") else ow
             self._host_gather(out)
             self._out_full = out
         return self._out_full

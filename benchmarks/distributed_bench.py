@@ -1,0 +1,322 @@
+"""Beyond one GPU, measured: strong and weak scaling over the GPUs of one host, a graph no
+single GPU here builds or holds, and out-of-core runs against the host-link floor.
+
+    python benchmarks/distributed_bench.py env                 # links and bandwidths
+    python benchmarks/distributed_bench.py strong 27           # R-MAT 27 on 1 and 2 GPUs
+    python benchmarks/distributed_bench.py large 29            # generated across the GPUs
+    python benchmarks/distributed_bench.py ooc 28 --cap 0.25   # streamed, capped memory
+    python benchmarks/distributed_bench.py cli DATA_DIR        # rank --gpus, mpirun
+
+Each prints a table and appends a JSON record (machine, GPUs, commit, date, numbers) to
+``--out`` (default ``distributed_results.jsonl``). Milliseconds per iteration are
+marginal costs (time of k2 steps minus k1 steps, over k2 - k1), float32 gathers, alpha
+0.85; times to tol 1e-10 are whole calls (setup excluded for graphs already placed).
+NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+ALPHA, TOL = 0.85, 1e-10
+
+
+def _sync_all() -> None:
+    import cupy as cp
+
+    for d in range(cp.cuda.runtime.getDeviceCount()):
+        cp.cuda.Device(d).synchronize()
+
+
+def _timed(fn: Any, repeats: int = 3) -> tuple[Any, float]:
+    out, times = None, []
+    for _ in range(repeats):
+        _sync_all()
+        t0 = time.perf_counter()
+        out = fn()
+        _sync_all()
+        times.append(time.perf_counter() - t0)
+    return out, statistics.median(times)
+
+
+def _marginal(run: Any, k1: int, k2: int, repeats: int = 3) -> float:
+    """ms per step from runs of k1 and k2 steps (after a warm-up run)."""
+    run(k1)
+    _, t1 = _timed(lambda: run(k1), repeats)
+    _, t2 = _timed(lambda: run(k2), repeats)
+    return 1e3 * (t2 - t1) / (k2 - k1)
+
+
+def measure_env() -> dict[str, Any]:
+    import cupy as cp
+    import cupyx
+    from cupy.cuda import nccl
+
+    from webrank.distributed.comm import NCCLGroupComm
+
+    gpus = cp.cuda.runtime.getDeviceCount()
+    topo = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True).stdout
+    nbytes = 2**30
+    host = cupyx.empty_pinned(nbytes // 4, dtype=np.float32)
+    host[...] = 1.0
+    dev = cp.empty(nbytes // 4, dtype=np.float32)
+    _, t_h2d = _timed(lambda: dev.set(host), 5)
+    _, t_d2h = _timed(lambda: dev.get(out=host), 5)
+    other = cp.empty_like(dev)
+    _, t_d2d = _timed(lambda: cp.copyto(other, dev), 5)
+    out = {"gpus": gpus, "topology": topo, "nccl": nccl.get_version(),
+           "h2d_GBps": nbytes / t_h2d / 1e9, "d2h_GBps": nbytes / t_d2h / 1e9,
+           "d2d_copy_TBps": 2 * nbytes / t_d2d / 1e12}
+    if gpus >= 2:
+        comm = NCCLGroupComm(list(range(gpus)))
+        n = 2**28  # 1 GiB of float32: the gathered vector of R-MAT 28
+        bufs = []
+        for d in range(gpus):
+            with cp.cuda.Device(d):
+                bufs.append(cp.ones(n, dtype=np.float32))
+        bounds = (np.arange(gpus + 1, dtype=np.int64) * n) // gpus
+        _, t = _timed(lambda: comm.allgatherv(bufs, bounds), 5)
+        out["allgather_1GiB_ms"] = 1e3 * t
+        out["allgather_busbw_GBps"] = 4 * n * (gpus - 1) / gpus / t / 1e9
+        peer = []
+        with cp.cuda.Device(1):
+            peer = cp.empty(n, dtype=np.float32)
+        _, t = _timed(lambda: peer.data.copy_from_device(bufs[0].data, 4 * n), 5)
+        out["peer_copy_GBps"] = 4 * n / t / 1e9
+    return out
+
+
+def _rmat_graph(scale: int, device: int = 0) -> Any:
+    import cupy as cp
+
+    from webrank.backends.gpu_build import graph_on_device
+    from webrank.generate import rmat
+
+    with cp.cuda.Device(device):
+        src, dst, n = rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32)
+        g = graph_on_device(src, dst, n, name=f"rmat-{scale}")
+        del src, dst
+        cp.get_default_memory_pool().free_all_blocks()
+    return g
+
+
+def measure_strong(scale: int) -> dict[str, Any]:
+    """R-MAT ``scale`` on one GPU (pull and blocked engines, and auto) and on every GPU."""
+    import cupy as cp
+
+    import webrank
+
+    gpus = cp.cuda.runtime.getDeviceCount()
+    t0 = time.perf_counter()
+    g = _rmat_graph(scale)
+    build_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"scale": scale, "n": g.n, "edges": g.num_edges, "build_s": build_s}
+
+    def steps(k: int, **kw: Any) -> Any:
+        return webrank.pagerank(g, alpha=ALPHA, tol=1e-300, max_iter=k, device="gpu",
+                                dtype="float32", raise_on_nonconvergence=False, **kw)
+
+    for engine in ("pull", "blocked"):
+        steps(2, engine=engine)  # layouts and kernels ready
+        out[f"1gpu_{engine}_ms"] = _marginal(lambda k, e=engine: steps(k, engine=e), 10, 40)
+        r, t = _timed(lambda e=engine: webrank.pagerank(
+            g, alpha=ALPHA, tol=TOL, device="gpu", dtype="float32", engine=e), 2)
+        out[f"1gpu_{engine}_to_tol_ms"] = 1e3 * t
+        out["iterations"] = r.iterations
+        cp.get_default_memory_pool().free_all_blocks()
+    if gpus < 2:
+        return out
+    host = g.to_host()
+    g = None  # frees the device copy (the closures above are done with it)
+    for d in range(gpus):
+        with cp.cuda.Device(d):
+            cp.get_default_memory_pool().free_all_blocks()
+    from webrank.distributed.run import multi_gpu_operator
+    from webrank.solvers import get_solver
+
+    t0 = time.perf_counter()
+    op = multi_gpu_operator(host, gpus, ALPHA, None, None, "float32", check_every=64)
+    out[f"{gpus}gpu_place_s"] = time.perf_counter() - t0
+    x0 = np.full(host.n, 1.0 / host.n)
+
+    def run(k: int, tol: float = 1e-300) -> Any:
+        return get_solver("power")(op, x0, tol=tol, max_iter=k, criterion="l1")
+
+    run(4)
+    out[f"{gpus}gpu_ms"] = _marginal(run, 10, 40)
+    r, t = _timed(lambda: run(1000, TOL), 2)
+    out[f"{gpus}gpu_to_tol_ms"] = 1e3 * t
+    out[f"{gpus}gpu_iterations"] = r.iterations
+    # the all-gather alone, as in a step (the gathered vector, float32)
+    bufs = []
+    for h in op._homes:
+        with cp.cuda.Device(h.device):
+            bufs.append(cp.zeros(host.n, dtype=np.float32))
+    _, t = _timed(lambda: op.comm.allgatherv(bufs, op.bounds), 5)
+    out[f"{gpus}gpu_allgather_ms"] = 1e3 * t
+    best1 = min(out["1gpu_pull_ms"], out["1gpu_blocked_ms"])
+    out["speedup_vs_best_1gpu"] = best1 / out[f"{gpus}gpu_ms"]
+    out["speedup_vs_1gpu_pull"] = out["1gpu_pull_ms"] / out[f"{gpus}gpu_ms"]
+    return out
+
+
+def measure_large(scale: int) -> dict[str, Any]:
+    """R-MAT ``scale`` generated and built across every GPU, then ranked."""
+    import cupy as cp
+
+    from webrank.distributed.comm import NCCLGroupComm
+    from webrank.distributed.generate import rmat_parts
+    from webrank.distributed.operator import PartitionedOperator
+    from webrank.solvers import get_solver
+
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    t0 = time.perf_counter()
+    parts, bounds, timing = rmat_parts(scale, 16, devices=devices, seed=scale)
+    build_s = time.perf_counter() - t0
+    edges = sum(int(p.indices.size) for p in parts)
+    comm = NCCLGroupComm(devices)
+    op = PartitionedOperator(parts, bounds, comm, ALPHA, None, None, "float32",
+                             devices=devices, check_every=64)
+    n = int(bounds[-1])
+    x0 = np.full(n, 1.0 / n)
+
+    def run(k: int, tol: float = 1e-300) -> Any:
+        return get_solver("power")(op, x0, tol=tol, max_iter=k, criterion="l1")
+
+    run(3)
+    ms = _marginal(run, 6, 26, repeats=2)
+    r, t = _timed(lambda: run(1000, TOL), 1)
+    mem = []
+    for d in devices:
+        with cp.cuda.Device(d):
+            free, total = cp.cuda.runtime.memGetInfo()
+            mem.append((total - free) / 2**30)
+    return {"scale": scale, "n": n, "edges": edges, "gpus": len(devices),
+            "generate_route_build_s": build_s, **timing, "ms_per_iteration": ms,
+            "to_tol_ms": 1e3 * t, "iterations": r.iterations, "converged": r.converged,
+            "edges_per_s_per_gpu": edges / len(devices) / (ms / 1e3),
+            "device_GiB_used": mem,
+            "part_edges": [int(p.indices.size) for p in parts]}
+
+
+def _rmat_on_host(scale: int) -> Any:
+    """R-MAT ``scale`` built across every GPU (half the memory each) and copied to the
+    host as one graph."""
+    import cupy as cp
+
+    import webrank
+    from webrank.distributed.generate import rmat_parts
+
+    devices = list(range(cp.cuda.runtime.getDeviceCount()))
+    parts, _, _ = rmat_parts(scale, 16, devices=devices, seed=scale)
+    indptr, indices, out_weight, base = [np.zeros(1, dtype=np.int64)], [], [], 0
+    for p in parts:
+        with cp.cuda.Device(p.indices.device.id):
+            ip = cp.asnumpy(p.indptr).astype(np.int64)
+            indptr.append(ip[1:] + base)
+            base += int(ip[-1])
+            indices.append(cp.asnumpy(p.indices))
+            out_weight.append(cp.asnumpy(p.out_weight))
+    del parts
+    for d in devices:
+        with cp.cuda.Device(d):
+            cp.get_default_memory_pool().free_all_blocks()
+    return webrank.Graph(indptr=np.concatenate(indptr), indices=np.concatenate(indices),
+                         out_weight=np.concatenate(out_weight), name=f"rmat-{scale}")
+
+
+def measure_ooc(scale: int, cap: float) -> dict[str, Any]:
+    """R-MAT ``scale`` streamed from pinned host memory with the device memory capped at
+    ``cap`` of the graph's CSR (plus the vectors)."""
+    import cupy as cp
+
+    import webrank
+    from webrank.backends.gpu_stream import stream_vector_bytes
+
+    t0 = time.perf_counter()
+    g = _rmat_on_host(scale)
+    cp.get_default_memory_pool().free_all_blocks()
+    build_s = time.perf_counter() - t0
+    csr = g.indices.nbytes + g.indptr.nbytes
+    limit = int(stream_vector_bytes(g.n, "float32") + cap * csr)
+    steps = 6
+    t1 = time.perf_counter()
+    r = webrank.pagerank(g, alpha=ALPHA, tol=1e-300, max_iter=steps, device="gpu",
+                         dtype="float32", engine="stream", device_memory_limit=limit,
+                         raise_on_nonconvergence=False)
+    wall = time.perf_counter() - t1
+    env = measure_env()
+    step = statistics.median(r.info["step_s"][1:])
+    floor = r.info["bytes_streamed_per_step"] / (env["h2d_GBps"] * 1e9)
+    return {"scale": scale, "n": g.n, "edges": g.num_edges, "build_and_copy_s": build_s,
+            "csr_GiB": csr / 2**30, "device_limit_GiB": limit / 2**30,
+            "chunks": r.info["chunks"], "pin_s": r.info["pin_s"], "setup_s": r.setup_time,
+            "step_s": step, "steps": r.info["step_s"], "wall_s": wall,
+            "h2d_GBps": env["h2d_GBps"], "floor_s": floor, "step_over_floor": step / floor,
+            "bytes_per_edge_streamed": r.info["bytes_streamed_per_step"] / g.num_edges}
+
+
+def measure_cli(data: str) -> dict[str, Any]:
+    """`webrank rank --gpus 2`, and `mpirun -n 2 ... --distributed` as a user runs them."""
+    cnr = str(Path(data) / "cnr-2000.txt.gz")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    runs = {}
+    cmds = {
+        "gpus2": [sys.executable, "-m", "webrank", "rank", cnr, "--gpus", "2", "--tol",
+                  "1e-10", "--top", "5"],
+        "convert": [sys.executable, "-m", "webrank", "convert", cnr, "/tmp/cnr-shards",
+                    "--shards", "2"],
+        "mpirun": ["mpirun", "-n", "2", sys.executable, "-m", "webrank", "rank",
+                   "/tmp/cnr-shards", "--distributed", "--device", "gpu", "--tol", "1e-10",
+                   "--top", "5", "-o", "/tmp/cnr-ranks"],
+        "torchrun": ["torchrun", "--nproc_per_node", "2", "-m", "webrank", "rank",
+                     "/tmp/cnr-shards", "--distributed", "--device", "gpu", "--tol",
+                     "1e-10", "--top", "5"],
+    }
+    for name, cmd in cmds.items():
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        runs[name] = {"cmd": " ".join(cmd).replace(sys.executable, "python"),
+                      "rc": p.returncode, "s": time.perf_counter() - t0,
+                      "stdout": p.stdout[-2500:], "stderr": p.stderr[-1500:]}
+    return runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["env", "strong", "large", "ooc", "cli"])
+    ap.add_argument("arg", nargs="?")
+    ap.add_argument("--cap", type=float, default=0.25)
+    ap.add_argument("--out", default="distributed_results.jsonl")
+    args = ap.parse_args()
+    from webrank.bench.env import environment
+
+    if args.what == "env":
+        res = measure_env()
+    elif args.what == "strong":
+        res = measure_strong(int(args.arg))
+    elif args.what == "large":
+        res = measure_large(int(args.arg))
+    elif args.what == "ooc":
+        res = measure_ooc(int(args.arg), args.cap)
+    else:
+        res = measure_cli(args.arg or ".")
+    doc = {"what": args.what, "arg": args.arg, "environment": environment(), "result": res}
+    with open(args.out, "a") as f:
+        f.write(json.dumps(doc, default=str) + "\n")
+    print(json.dumps(res, indent=1, default=str)[:6000])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""The ``"stream"`` GPU engine: graphs larger than the GPU's memory (out of core).
+
+The vectors stay on the device (x twice in float64, the gathered ``xs`` twice, 1/out: about
+40 bytes per node in float32); the in-link CSR stays in pinned host memory, cut into row
+chunks, and is streamed through two device buffers every step: while the pull kernel
+(:mod:`webrank.kernels.cuda`) runs on chunk k, chunk k + 1 is copied in on a second
+stream, so that the step costs about ``max(bytes streamed / host-to-device bandwidth,
+compute)``. A chunk is the unit of :mod:`webrank.distributed` too (a row part); here they
+run one after another on one GPU.
+
+``device_memory_limit`` caps the bytes the engine may hold on the device (so that tests and
+benchmarks stream graphs that would fit); without it the engine uses what is free.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from webrank.backends.base import PageRankOperator, StepsResult
+from webrank.errors import DeviceMemoryError
+from webrank.graph import Graph
+
+__all__ = ["STREAM_OPTIONS", "StreamedGPUOperator", "stream_vector_bytes"]
+
+STREAM_OPTIONS = ("device_memory_limit", "chunk_edges")
+_CRIT = {"l1": 0, "l2": 1, "linf": 2}
+
+
+def stream_vector_bytes(n: int, dtype: str) -> int:
+    """Device bytes of the vectors a streamed run keeps: x and its successor (float64),
+    ``xs`` twice, 1/out-degree, the dangling weights, v, d and the split rows' sums."""
+    item = np.dtype(dtype).itemsize
+    return int(n * (8 * 2 + 2 * item + 8 + 8 + 8 + 8 + 8))
+
+
+class StreamedGPUOperator(PageRankOperator):
+    """The Google matrix on a GPU with the CSR streamed from pinned host memory.
+
+    Options
+    -------
+    device_memory_limit : int, optional
+        Bytes this engine may hold on the device (vectors + two chunk buffers); default:
+        90% of the free device memory.
+    chunk_edges : int, optional
+        Links per chunk (default: half of what the limit leaves for the buffers, at most
+        2**28); at least the largest in-degree.
+    check_every : int, default 1
+        Steps between two reads of the residual (a streamed step takes long enough that
+        reading it every step costs nothing).
+    """
+
+    name = "gpu"
+    engine = "stream"
+
+    def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
+                 dangling: np.ndarray | None, dtype: str, *,
+                 device_memory_limit: int | None = None, chunk_edges: int | None = None,
+                 check_every: int = 1, graph_steps: int | None = None,
+                 use_graph: bool | None = None) -> None:
+        # graph_steps and use_graph are accepted and unused: a streamed step is not a
+        # CUDA graph (its copies and kernels are queued per chunk)
+        del graph_steps, use_graph
+        import cupy as cp
+        import cupyx
+
+        from webrank.backends.gpu import _BLOCK, HEAVY_THRESHOLD, _heavy_segments
+        from webrank.kernels import cuda
+
+        if graph.on_gpu:
+            raise ValueError("engine='stream' streams a graph from host memory: pass "
+                             "graph.to_host()")
+        super().__init__(graph, alpha, personalization, dangling, dtype)
+        self.xp = cp
+        self.check_every = max(1, int(check_every))
+        n, m = graph.n, graph.num_edges
+        item = self.dtype.itemsize
+        tv = graph.transition_values()
+        self._weighted = tv is not None
+        vec = stream_vector_bytes(n, self.dtype.name)
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+        limit = int(0.9 * free) if device_memory_limit is None else int(device_memory_limit)
+        if limit > 0.98 * free:
+            raise DeviceMemoryError(limit, free, "device_memory_limit")
+        per_edge = graph.indices.dtype.itemsize + (item if self._weighted else 0)
+        if chunk_edges is None:
+            room = limit - vec
+            chunk_edges = min(room // (2 * per_edge) - 2 * n // 1024, 2**28)
+        chunk_edges = int(chunk_edges)
+        deg = np.diff(graph.indptr)
+        need = int(deg.max(initial=0))
+        if chunk_edges < max(need, 1):
+            raise DeviceMemoryError(vec + 2 * max(need, 1) * per_edge, limit,
+                                    f"{graph!r}: the vectors and two chunks holding the "
+                                    f"largest row ({need:,} in-links)")
+        # row chunks of at most chunk_edges links
+        bounds = [0]
+        indptr = graph.indptr.astype(np.int64, copy=False)
+        while bounds[-1] < n:
+            a = bounds[-1]
+            b = int(np.searchsorted(indptr, indptr[a] + chunk_edges, side="right")) - 1
+            bounds.append(max(min(b, n), a + 1))
+        self.chunks = np.asarray(bounds, dtype=np.int64)
+        t0 = time.perf_counter()
+        # the CSR in pinned host memory: copies from it run without staging
+        self._h_indices = cupyx.empty_pinned(m, dtype=graph.indices.dtype)
+        self._h_indices[...] = graph.indices
+        self._h_vals = None
+        if self._weighted:
+            self._h_vals = cupyx.empty_pinned(m, dtype=self.dtype)
+            self._h_vals[...] = tv
+        rows_max = int(np.diff(self.chunks).max())
+        self._h_indptr = cupyx.empty_pinned(n + self.chunks.size, dtype=np.int32)
+        self._ptr_at = np.zeros(self.chunks.size, dtype=np.int64)
+        light = deg[deg <= HEAVY_THRESHOLD]
+        group = cuda.pick_group((float(light.mean()) if light.size else 1.0) / 16)
+        self._chunk_heavy = []
+        pos = 0
+        for a, b in zip(self.chunks[:-1], self.chunks[1:], strict=True):
+            local = (indptr[a:b + 1] - indptr[a]).astype(np.int32)
+            self._ptr_at[len(self._chunk_heavy)] = pos
+            self._h_indptr[pos:pos + local.size] = local
+            pos += local.size
+            heavy = _heavy_segments(local, HEAVY_THRESHOLD)
+            self._chunk_heavy.append({
+                "nseg": int(heavy["seg_row"].size),
+                "seg_row": cp.asarray(heavy["seg_row"]), "begin": cp.asarray(heavy["begin"]),
+                "end": cp.asarray(heavy["end"]),
+                "threshold": HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max})
+        self.setup_pin_s = time.perf_counter() - t0
+        buf_edges = int(np.diff(indptr[self.chunks]).max(initial=1))
+        try:
+            self._d_indices = [cp.empty(max(buf_edges, 1), dtype=graph.indices.dtype)
+                               for _ in range(2)]
+            self._d_vals = [cp.empty(max(buf_edges, 1) if self._weighted else 1,
+                                     dtype=self.dtype) for _ in range(2)]
+            self._d_indptr = [cp.empty(rows_max + 1, dtype=np.int32) for _ in range(2)]
+            dangling_mask = graph.dangling
+            if self._weighted:
+                inv = np.where(dangling_mask, 0.0, 1.0)
+            else:
+                with np.errstate(divide="ignore"):
+                    inv = np.where(dangling_mask, 0.0, 1.0 / graph.out_weight)
+            self._inv_out = cp.asarray(inv)
+            self._dangling_f = cp.asarray(dangling_mask.astype(np.float64))
+            self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(
+                personalization)
+            self._d = self._v if dangling is None else cp.asarray(dangling)
+            self._heavy_sum = cp.zeros(rows_max, dtype=np.float64)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise DeviceMemoryError(vec + 2 * buf_edges * per_edge, free, repr(graph)) from None
+        ix = graph.indices.dtype.name
+        self._fused = cuda.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
+        self._heavy_kernel = cuda.get_kernel("int32", ix, self.dtype.name, self._weighted,
+                                             None)
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self._grid = int(min(max(1, -(-rows_max // (_BLOCK // group))), sms * 16))
+        self._block = _BLOCK
+        self._compute = cp.cuda.Stream(non_blocking=True)
+        self._copy = cp.cuda.Stream(non_blocking=True)
+        self._no_chunk = cp.zeros(1, dtype=np.uint64)
+        self._xs_pos = cp.zeros(1, dtype=graph.indices.dtype)
+        streamed = m * per_edge + (n + self.chunks.size) * 4
+        self.info = {"engine": "stream", "chunks": int(self.chunks.size - 1),
+                     "chunk_edges": chunk_edges, "bytes_streamed_per_step": int(streamed),
+                     "device_bytes": int(vec + 2 * buf_edges * per_edge),
+                     "pin_s": self.setup_pin_s}
+
+    # -- operator primitives ------------------------------------------------------------
+    def to_host(self, a: Any) -> np.ndarray:
+        return self.xp.asnumpy(a)
+
+    def synchronize(self) -> None:
+        self._compute.synchronize()
+
+    def teleport(self) -> Any:
+        return self._v
+
+    def dangling_dist(self) -> Any:
+        return self._d
+
+    def dangling_mass(self, x: Any) -> float:
+        return float(self.xp.dot(x, self._dangling_f))
+
+    def _stream_chunks(self, run: Any) -> None:
+        """Copy every chunk in (two buffers, on the copy stream) and ``run(k, buffer)`` on
+        the compute stream once it is there."""
+        cp = self.xp
+        copied = [cp.cuda.Event(), cp.cuda.Event()]
+        used = [cp.cuda.Event(), cp.cuda.Event()]
+        used[0].record(self._compute)
+        used[1].record(self._compute)
+        for k in range(self.chunks.size - 1):
+            b = k % 2
+            a0, a1 = int(self.chunks[k]), int(self.chunks[k + 1])
+            e0, e1 = int(self.graph.indptr[a0]), int(self.graph.indptr[a1])
+            p0 = int(self._ptr_at[k])
+            self._copy.wait_event(used[b])  # the kernel that read this buffer is done
+            self._d_indptr[b][: a1 - a0 + 1].set(self._h_indptr[p0:p0 + a1 - a0 + 1],
+                                                 stream=self._copy)
+            if e1 > e0:
+                self._d_indices[b][: e1 - e0].set(self._h_indices[e0:e1], stream=self._copy)
+                if self._weighted:
+                    self._d_vals[b][: e1 - e0].set(self._h_vals[e0:e1], stream=self._copy)
+            copied[b].record(self._copy)
+            self._compute.wait_event(copied[b])
+            with self._compute:
+                run(k, b)
+            used[b].record(self._compute)
+
+    def propagate(self, x: Any) -> Any:
+        """``P^T x``, chunk by chunk (for GMRES and the other Krylov methods)."""
+        import cupyx.scipy.sparse as csp
+
+        cp = self.xp
+        xs = x if self._weighted else x * self._inv_out
+        y = cp.zeros(self.n)
+
+        def run(k: int, b: int) -> None:
+            a0, a1 = int(self.chunks[k]), int(self.chunks[k + 1])
+            e = int(self.graph.indptr[a1] - self.graph.indptr[a0])
+            data = (self._d_vals[b][:e].astype(np.float64) if self._weighted
+                    else cp.ones(e, dtype=np.float64))
+            mat = csp.csr_matrix((data, self._d_indices[b][:e], self._d_indptr[b][: a1 - a0 + 1]),
+                                 shape=(a1 - a0, self.n))
+            y[a0:a1] = mat @ xs
+
+        self._stream_chunks(run)
+        self._compute.synchronize()
+        return y
+
+    def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
+                    callback: Any = None) -> StepsResult:
+        from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
+
+        cp = self.xp
+        if max_steps < 1:
+            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
+                               converged=False)
+        crit = _CRIT[criterion]
+        tol_cmp = tol * tol if criterion == "l2" else tol
+        n = self.n
+        with self._compute:
+            xb = [cp.array(x, dtype=np.float64), cp.empty(n)]
+            xsb = [(xb[0] * self._inv_out).astype(self.dtype), cp.empty(n, dtype=self.dtype)]
+            hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
+            hist[0, 0] = np.inf
+            hist[0, 1] = cp.dot(xb[0], self._dangling_f)
+            self._heavy_sum.fill(0)
+        skip = (self._no_chunk, np.int64(0), np.int64(0), np.int64(1))
+        stop, done, first = None, 0, 1
+        step_s: list[float] = []
+        while stop is None and done < max_steps:
+            last = min(done + self.check_every, max_steps)
+            for step in range(done + 1, last + 1):
+                i, o = (step - 1) % 2, step % 2
+                mode = ((FIRST_DELTA if step == 1 else DELTA) if self.delta_steps else PLAIN)
+                t0 = time.perf_counter()
+
+                def run(k: int, b: int, i=i, o=o, mode=mode, step=step) -> None:
+                    a0, a1 = int(self.chunks[k]), int(self.chunks[k + 1])
+                    h = self._chunk_heavy[k]
+                    v = self._v[0:1] if self.uniform_v else self._v[a0:a1]
+                    d = self._d[0:1] if self.uniform_d else self._d[a0:a1]
+                    if h["nseg"]:
+                        self._heavy_kernel(
+                            (int(min(-(-h["nseg"] // (self._block // 32)), 1024)),),
+                            (self._block,),
+                            (np.int64(h["nseg"]), h["seg_row"], h["begin"], h["end"],
+                             self._d_indices[b], self._d_vals[b], xsb[i], self._heavy_sum,
+                             hist[step - 1], np.float64(tol_cmp), *skip))
+                    self._fused(
+                        (self._grid,), (self._block,),
+                        (np.int64(a1 - a0), self._d_indptr[b], self._d_indices[b],
+                         self._d_vals[b], xsb[i], xb[i][a0:a1], v, d,
+                         np.int32(self.uniform_v), np.int32(self.uniform_d),
+                         self._inv_out[a0:a1], np.float64(self.alpha), np.float64(1.0 / n),
+                         hist[step - 1], hist[step], np.int32(crit), np.float64(tol_cmp),
+                         np.int32(mode), xb[o][a0:a1], xsb[o][a0:a1], *skip,
+                         np.int64(h["threshold"]), self._heavy_sum, np.int32(0),
+                         self._xs_pos))
+
+                self._stream_chunks(run)
+                self._compute.synchronize()
+                step_s.append(time.perf_counter() - t0)
+            res = cp.asnumpy(hist[first:last + 1, 0])
+            below = np.flatnonzero(res < tol_cmp)
+            if below.size:
+                stop = first + int(below[0])
+            if callback is not None:
+                r = res[below[0]] if below.size else res[-1]
+                callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+            done, first = last, last + 1
+        steps = stop if stop is not None else done
+        residuals = cp.asnumpy(hist[1:steps + 1, 0])
+        if crit == 1:
+            residuals = np.sqrt(residuals)
+        self.matvecs += steps
+        self.info["step_s"] = step_s
+        return StepsResult(x=xb[steps % 2], residuals=residuals, converged=stop is not None)

@@ -1,0 +1,150 @@
+"""GPUs beyond one card (GPU tests; those that need two GPUs skip on one): the streamed
+engine under a tiny device-memory cap, several GPUs from one process (``gpus=2``), R-MAT
+parts generated on the GPUs, and one GPU per process under mpirun and torchrun."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_blocking import random_graph
+from test_distributed import HERE, _mpirun, run_mpi
+
+import webrank
+from webrank.errors import DeviceMemoryError
+
+pytestmark = pytest.mark.gpu
+
+
+def gpu_count() -> int:
+    from webrank.backends import gpu_available
+
+    if not gpu_available():
+        return 0
+    import cupy as cp
+
+    return cp.cuda.runtime.getDeviceCount()
+
+
+two_gpus = pytest.mark.skipif(gpu_count() < 2, reason="needs two GPUs")
+
+
+def reference(g, **kw):
+    return webrank.pagerank(g, device="cpu", tol=1e-13, **kw)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_stream_engine_under_a_small_memory_cap(rng, weighted, dtype):
+    from webrank.backends.gpu_stream import stream_vector_bytes
+
+    g = random_graph(rng, 40000, 400000, weighted)
+    cap = stream_vector_bytes(g.n, dtype) + 2 * 8 * (g.num_edges // 6)  # about 6 chunks
+    r = webrank.pagerank(g, device="gpu", engine="stream", dtype=dtype, tol=1e-11,
+                         device_memory_limit=cap)
+    assert r.info["engine"] == "stream" and r.info["chunks"] >= 3
+    pull = webrank.pagerank(g, device="gpu", engine="pull", dtype=dtype, tol=1e-11)
+    assert abs(r.iterations - pull.iterations) <= 1
+    assert np.abs(r.scores - pull.scores).sum() < (1e-12 if dtype == "float64" else 1e-8)
+    assert np.abs(r.scores - reference(g).scores).sum() < (1e-9 if dtype == "float64"
+                                                           else 1e-6)
+    # GMRES's products go through the chunks too
+    gm = webrank.pagerank(g, device="gpu", engine="stream", method="gmres", tol=1e-11,
+                          dtype=dtype, device_memory_limit=cap)
+    # (float32 transition values of a weighted graph bound a product's accuracy)
+    assert np.abs(gm.scores - reference(g).scores).sum() < (1e-9 if dtype == "float64"
+                                                            else 1e-6)
+    # a cap too small for the largest row is refused before any work
+    with pytest.raises(DeviceMemoryError, match="largest row"):
+        webrank.pagerank(g, device="gpu", engine="stream", chunk_edges=10)
+
+
+def test_partitioned_run_on_one_gpu(rng):
+    """One part through the GPU path of webrank.distributed (NCCL with one rank)."""
+    from webrank.distributed.run import distributed_pagerank
+
+    g = random_graph(rng, 20000, 200000, weighted=True)
+    r = distributed_pagerank(g, device="gpu", tol=1e-12)
+    assert np.abs(r.scores - reference(g, method="power").scores).sum() < 1e-10
+
+
+@two_gpus
+@pytest.mark.parametrize("method", ["power", "gmres"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_two_gpus_from_one_process(rng, method, dtype):
+    g = random_graph(rng, 50000, 600000, weighted=True)
+    r = webrank.pagerank(g, device="gpu", gpus=2, method=method, dtype=dtype, tol=1e-11)
+    one = webrank.pagerank(g, device="gpu", engine="pull", method=method, dtype=dtype,
+                           tol=1e-11)
+    assert r.info["parts"] == 2 and r.device == "gpu"
+    assert np.abs(r.scores - one.scores).sum() < (1e-12 if dtype == "float64" else 1e-7)
+    with pytest.raises(ValueError, match="does not run on several GPUs"):
+        webrank.pagerank(g, device="gpu", gpus=2, method="adaptive")
+
+
+@two_gpus
+def test_rmat_generated_across_two_gpus():
+    import cupy as cp
+
+    from webrank.distributed.comm import NCCLGroupComm
+    from webrank.distributed.generate import rmat_parts
+    from webrank.distributed.run import pagerank_parts
+
+    parts, bounds, _ = rmat_parts(16, 16, devices=[0, 1], seed=3, chunk=2**18)
+    # the same graph on the host, from the parts' rows
+    indptr = [np.zeros(1, dtype=np.int64)]
+    for p in parts:
+        ip = cp.asnumpy(p.indptr).astype(np.int64)
+        indptr.append(ip[1:] + indptr[-1][-1])
+    g = webrank.Graph(indptr=np.concatenate(indptr),
+                      indices=np.concatenate([cp.asnumpy(p.indices) for p in parts]),
+                      out_weight=np.concatenate([cp.asnumpy(p.out_weight) for p in parts]))
+    np.testing.assert_array_equal(g.out_weight, np.bincount(g.indices, minlength=g.n))
+    comm = NCCLGroupComm([0, 1])
+    _, _, scores = pagerank_parts(parts, bounds, comm, devices=[0, 1], tol=1e-12)
+    assert np.abs(scores - reference(g, method="power").scores).sum() < 1e-10
+
+
+@two_gpus
+@pytest.mark.skipif(_mpirun() is None, reason="mpirun is not installed")
+def test_one_gpu_per_process_under_mpirun(tmp_path, rng):
+    from webrank.distributed.inputs import write_shards
+
+    g = random_graph(rng, 30000, 300000)
+    write_shards(g, tmp_path / "s", 2)
+    out = run_mpi(2, [sys.executable, "-m", "webrank", "rank", str(tmp_path / "s"),
+                      "--distributed", "--device", "gpu", "--tol", "1e-12", "-o",
+                      str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+
+    t = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet") for r in range(2)])
+    scores = np.zeros(g.n)
+    scores[t["node"].to_numpy()] = t["score"].to_numpy()
+    assert np.abs(scores - reference(g, method="power").scores).sum() < 1e-10
+    # three ranks on a two-GPU host are refused, on every rank, in one line
+    write_shards(g, tmp_path / "s3", 3)
+    out = run_mpi(3, [sys.executable, "-m", "webrank", "rank", str(tmp_path / "s3"),
+                      "--distributed", "--device", "gpu"])
+    assert out.returncode != 0 and "3 ranks were started on" in out.stderr
+
+
+@two_gpus
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not installed")
+def test_one_gpu_per_process_under_torchrun(tmp_path, rng):
+    from webrank.distributed.inputs import write_shards
+
+    g = random_graph(rng, 20000, 200000)
+    write_shards(g, tmp_path / "s", 2)
+    env = {"PYTHONPATH": str(HERE.parent / "src")}
+    import os
+
+    out = subprocess.run(["torchrun", "--nproc_per_node", "2", "-m", "webrank", "rank",
+                          str(tmp_path / "s"), "--distributed", "--device", "gpu", "--tol",
+                          "1e-12", "--json"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '"converged": true' in out.stdout
