@@ -116,6 +116,48 @@ def test_methods_that_do_not_run_partitioned(rng):
         webrank.pagerank(g, device="cpu", gpus=2)
     with pytest.raises(ValueError, match="gpus must be a positive integer"):
         webrank.pagerank(g, gpus=0)
+    # engines: a part runs pull or blocked on a GPU, the Numba step on the CPU
+    with pytest.raises(ValueError, match="'auto', 'pull' or 'blocked'"):
+        pagerank_parts(ps, bounds, LocalComm(2), engine="persistent")
+    with pytest.raises(ValueError, match="is a GPU option"):
+        pagerank_parts(ps, bounds, LocalComm(2), engine="blocked")
+    with pytest.raises(ValueError, match=r"options \['part_rows'\] do not apply"):
+        webrank.pagerank(g, device="gpu", gpus=2, engine="blocked", part_rows=64)
+
+
+def test_distributed_cli_refuses_a_bad_engine_in_one_line(tmp_path):
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n1 2\n2 0\n")
+    for engine, msg in (("persistent", "engine must be 'auto', 'pull' or 'blocked'"),
+                        ("blocked", "engine='blocked' is a GPU option")):
+        out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path),
+                              "--distributed", "--engine", engine, "--device", "cpu"],
+                             capture_output=True, text=True, env=dict(
+                                 os.environ, PYTHONPATH=str(HERE.parent / "src")))
+        assert out.returncode != 0
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("webrank: ") and msg in lines[0]
+
+
+def test_part_engine_follows_the_links_per_block():
+    from webrank.backends.gpu_blocked import default_plan_args
+    from webrank.distributed.operator import BLOCKED_MIN_BLOCK, part_engine
+    from webrank.distributed.partition import Part
+
+    plan = default_plan_args(np.float32)
+    rows_per_part, srcs_per_chunk = plan["part_rows_max"], 1 << plan["chunk_bits_max"]
+    # 3 partitions x 5 chunks = 15 blocks of float32
+    n, rows = 5 * srcs_per_chunk, 3 * rows_per_part
+
+    def part(edges):
+        return Part(0, 0, rows, n, np.array([0, edges]), np.zeros(edges, np.int32), None,
+                    np.ones(rows))
+
+    assert part_engine(part(15 * BLOCKED_MIN_BLOCK), np.float32, "auto") == "blocked"
+    assert part_engine(part(15 * BLOCKED_MIN_BLOCK - 1), np.float32, "auto") == "pull"
+    # float64 chunks hold half the sources: twice the blocks
+    assert part_engine(part(15 * BLOCKED_MIN_BLOCK), np.float64, "auto") == "pull"
+    assert part_engine(part(1), np.float32, "blocked") == "blocked"
 
 
 def test_distributed_pagerank_of_a_graph_in_one_process(rng):

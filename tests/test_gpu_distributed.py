@@ -62,24 +62,51 @@ def test_stream_engine_under_a_small_memory_cap(rng, weighted, dtype):
         webrank.pagerank(g, device="gpu", engine="stream", chunk_edges=10)
 
 
-def test_partitioned_run_on_one_gpu(rng):
+@pytest.mark.parametrize("engine", ["pull", "blocked"])
+def test_partitioned_run_on_one_gpu(rng, engine):
     """One part through the GPU path of webrank.distributed (NCCL with one rank)."""
     from webrank.distributed.run import distributed_pagerank
 
     g = random_graph(rng, 20000, 200000, weighted=True)
-    r = distributed_pagerank(g, device="gpu", tol=1e-12)
+    r = distributed_pagerank(g, device="gpu", tol=1e-12, engine=engine)
+    assert r.info["part_engines"] == [engine]
     assert np.abs(r.scores - reference(g, method="power").scores).sum() < 1e-10
 
 
+def test_device_csr_merges_links_a_slice_at_a_time(rng, monkeypatch):
+    """csr_on_device merges equal keys in slices (CuPy's masks stop at 2**31 elements):
+    slices far smaller than the graph give SciPy's CSR, duplicates counted across cuts."""
+    import cupy as cp
+    import scipy.sparse as sp
+
+    import webrank.backends.gpu_build as gb
+
+    n, m = 3000, 40000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n // 100, m)  # many duplicates
+    ref = sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n))
+    ref.sum_duplicates()
+    for piece in (997, 4096, 2**30):
+        monkeypatch.setattr(gb, "_COMPACT_SLICE", piece)
+        indptr, indices, weights = gb.csr_on_device(cp.asarray(src), cp.asarray(dst), n,
+                                                    "sum")
+        np.testing.assert_array_equal(cp.asnumpy(indptr), ref.indptr)
+        np.testing.assert_array_equal(cp.asnumpy(indices), ref.indices)
+        np.testing.assert_array_equal(cp.asnumpy(weights), ref.data)
+
+
 @two_gpus
-@pytest.mark.parametrize("method", ["power", "gmres"])
+@pytest.mark.parametrize("method,engine", [("power", "pull"), ("power", "blocked"),
+                                           ("gmres", "auto")])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_two_gpus_from_one_process(rng, method, dtype):
+def test_two_gpus_from_one_process(rng, method, engine, dtype):
     g = random_graph(rng, 50000, 600000, weighted=True)
-    r = webrank.pagerank(g, device="gpu", gpus=2, method=method, dtype=dtype, tol=1e-11)
+    r = webrank.pagerank(g, device="gpu", gpus=2, method=method, dtype=dtype, tol=1e-11,
+                         engine=engine)
     one = webrank.pagerank(g, device="gpu", engine="pull", method=method, dtype=dtype,
                            tol=1e-11)
     assert r.info["parts"] == 2 and r.device == "gpu"
+    if engine != "auto":
+        assert r.info["part_engines"] == [engine, engine]
     assert np.abs(r.scores - one.scores).sum() < (1e-12 if dtype == "float64" else 1e-7)
     with pytest.raises(ValueError, match="does not run on several GPUs"):
         webrank.pagerank(g, device="gpu", gpus=2, method="adaptive")

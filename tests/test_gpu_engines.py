@@ -45,7 +45,7 @@ def test_layout_built_on_the_device_equals_the_reference(rng, weighted, dtype):
         plan = plan_blocks(g.indptr, n_src=g.n, part_rows_max=rows, chunk_bits_max=bits,
                            workers=132)
         ref = build_blocked(g.indptr, g.indices, plan, tv)
-        dev = build_on_device(g, csr, None if tv is None else cp.asarray(tv.astype(dtype)),
+        dev = build_on_device(csr, None if tv is None else cp.asarray(tv.astype(dtype)),
                               plan, np.dtype(dtype), 132)
         np.testing.assert_array_equal(dev.blk_ptr.get(), ref.blk_ptr)
         np.testing.assert_array_equal(dev.tile_ptr.get(), ref.tile_ptr)

@@ -148,7 +148,8 @@ def pagerank(
 
         backend_opts = _backend_options(options, kind)
         op = multi_gpu_operator(graph, gpus, alpha, v, d, dtype,
-                                check_every=backend_opts.get("check_every", 16))
+                                check_every=backend_opts.get("check_every", 16),
+                                engine=backend_opts.get("engine", "auto"))
     else:
         op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
                            dtype=dtype, **_backend_options(options, kind))
@@ -203,7 +204,8 @@ _HYBRID_ONLY = ("gpu_links",)
 
 def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
     """The ``gpus`` option (default 1), checked before any work: several GPUs need
-    ``device`` "gpu" or "auto", a method that runs partitioned, and no engine options."""
+    ``device`` "gpu" or "auto", a method that runs partitioned, and no engine options
+    but ``engine`` (the step of each part: "auto", "pull" or "blocked")."""
     if gpus is None:
         return 1
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
@@ -217,10 +219,10 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
     if method not in PARTITIONED_METHODS:
         raise ValueError(f"method {method!r} does not run on several GPUs; use one of "
                          f"{', '.join(PARTITIONED_METHODS)}")
-    engine_opts = sorted((set(options) - {"check_every"}) & set(_BACKEND_OPTIONS))
+    engine_opts = sorted((set(options) - {"check_every", "engine"}) & set(_BACKEND_OPTIONS))
     if engine_opts:
         raise ValueError(f"options {engine_opts} do not apply with gpus > 1 (each GPU runs "
-                         "the pull step on its rows)")
+                         "the pull or the blocked step on its rows: engine=)")
     return int(gpus)
 
 

@@ -71,9 +71,11 @@ def blocked_device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32",
     return int(num_edges * per_link + 24 * blocks + 8 * num_nodes)
 
 
-def build_on_device(graph: Any, csr: dict[str, Any], vals: Any, plan: BlockPlan,
-                    dtype: np.dtype, sms: int) -> BlockedLayout:
-    """The layout of ``plan`` built from the device CSR by the count and fill kernels."""
+def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.dtype,
+                    sms: int) -> BlockedLayout:
+    """The layout of ``plan`` built from a device CSR (``indptr``, ``indices``: the rows
+    of a graph, or of one part of it, with global source ids) by the count and fill
+    kernels; ``vals`` are the links' values (weighted graphs) or None."""
     import cupy as cp
 
     num_parts, num_chunks, bits = plan.num_parts, plan.num_chunks, plan.chunk_bits
@@ -120,6 +122,69 @@ def part_major_blocks(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
     table[:num_parts] = blk_ptr[:-1].reshape(num_chunks, num_parts).T
     table[num_parts] = blk_ptr[num_parts::num_parts]
     return table
+
+
+class BlockedStep:
+    """A blocked layout on the current device with its message buffer and kernels: one
+    power step of its rows (:meth:`launch`), for :class:`BlockedGPUOperator` and for the
+    parts of a partitioned run (:mod:`webrank.distributed.operator`)."""
+
+    def __init__(self, layout: BlockedLayout, part_blocks: Any, n_src: int, dtype: np.dtype,
+                 weighted: bool, sms: int) -> None:
+        import cupy as cp
+
+        self.layout, self.part_blocks, self.n_src = layout, part_blocks, int(n_src)
+        plan = layout.plan
+        self.part_ptr = cp.asarray(plan.part_ptr - plan.row_begin)
+        m = layout.num_entries
+        try:
+            self.msg = cp.empty(m + 4, dtype=dtype)  # 4 more: 16-byte stores
+        except cp.cuda.memory.OutOfMemoryError:
+            raise DeviceMemoryError(m * np.dtype(dtype).itemsize,
+                                    cp.cuda.runtime.memGetInfo()[0],
+                                    "the blocked engine's message buffer") from None
+        self.dummy_vals = cp.zeros(1, dtype=dtype)
+        self.scatter_smem = (1 << plan.chunk_bits) * np.dtype(dtype).itemsize
+        self.gather_smem = max(plan.part_rows_max, 1) * SUM_ITEMSIZE
+        t = np.dtype(dtype).name
+        self.scatter = kb.get(kb.scatter_name(t, weighted))
+        self.scatter.max_dynamic_shared_size_bytes = self.scatter_smem
+        self.gather = kb.get(kb.gather_name(t))
+        self.gather.max_dynamic_shared_size_bytes = self.gather_smem
+        self.scatter_grid = int(max(1, min(layout.num_tiles, 2 * sms)))
+
+    def launch(self, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
+               x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
+               inv_out: Any, alpha: float, inv_n: float, crit: int, tol_cmp: float,
+               skip: tuple) -> None:
+        """Queue the scatter and the gather of one step on the current stream. ``x_in``,
+        ``x_out``, ``v``, ``d`` and ``inv_out`` are indexed by the layout's rows, ``xs_out``
+        too (a view of the full vector at the first row); ``skip`` is (chunk counter,
+        first step, steps per replay, max steps), see ``wr_skip_step``."""
+        L = self.layout
+        vals = L.vals if L.vals is not None else self.dummy_vals
+        guard = (acc_prev, np.float64(tol_cmp), *skip)
+        self.scatter((self.scatter_grid,), (kb.BLOCK,),
+                     (np.int64(L.num_tiles), L.tile_ptr, L.tile_chunk,
+                      np.int32(L.plan.chunk_bits), np.int64(self.n_src), L.src_local, vals,
+                      xs_in, self.msg, *guard), shared_mem=self.scatter_smem)
+        self.gather((max(L.num_parts, 1),), (kb.BLOCK,),
+                    (np.int64(L.num_parts), np.int64(L.num_chunks), L.part_order,
+                     self.part_ptr, self.part_blocks, L.dst_local, self.msg, x_in, v, d,
+                     np.int32(uniform_v), np.int32(uniform_d), inv_out, np.float64(alpha),
+                     np.float64(inv_n), np.int64(0), acc_prev, acc_out, np.int32(crit),
+                     np.float64(tol_cmp), np.int32(mode), x_out, xs_out, *skip),
+                    shared_mem=self.gather_smem)
+
+
+def blocked_step_of(csr: dict[str, Any], vals: Any, n_src: int, dtype: np.dtype, sms: int,
+                    plan_args: dict[str, int] | None = None) -> BlockedStep:
+    """Plan, build and wrap the blocked layout of a device CSR (rows with global sources)."""
+    plan = plan_blocks(csr["indptr"], n_src=n_src, workers=sms,
+                       **(plan_args or default_plan_args(dtype)))
+    layout = build_on_device(csr, vals, plan, dtype, sms)
+    table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
+    return BlockedStep(layout, table, n_src, dtype, vals is not None, sms)
 
 
 class BlockedGPUOperator(GPUOperator):
@@ -175,41 +240,27 @@ class BlockedGPUOperator(GPUOperator):
         built = ("gpu", cp.cuda.Device().id, *key) in graph._cache
 
         def build() -> dict[str, Any]:
-            layout = build_on_device(graph, self._g, self._vals if weighted else None, plan,
+            layout = build_on_device(self._g, self._vals if weighted else None, plan,
                                      self.dtype, self._sms)
             table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
             return {"layout": layout, "part_blocks": table}
 
         cached = _on_device(graph, key, need, build)
         self._layout = cached["layout"]
-        self._part_blocks = cached["part_blocks"]
-        self._part_ptr = cp.asarray(plan.part_ptr)
-        m = self._layout.num_entries
-        try:
-            self._msg = cp.empty(m + 4, dtype=self.dtype)  # 4 more: 16-byte stores
-        except cp.cuda.memory.OutOfMemoryError:
-            raise DeviceMemoryError(m * self.dtype.itemsize, cp.cuda.runtime.memGetInfo()[0],
-                                    f"{graph!r} (message buffer)") from None
+        self._blocked = BlockedStep(self._layout, cached["part_blocks"], self.n, self.dtype,
+                                    weighted, self._sms)
         cp.cuda.get_current_stream().synchronize()
         self.info.update({
             "engine": self.engine,
             "parts": plan.num_parts, "chunks": plan.num_chunks,
             "chunk_bits": plan.chunk_bits, "part_rows_max": plan.part_rows_max,
             "tiles": self._layout.num_tiles,
-            "layout_bytes": self._layout.nbytes + int(self._part_blocks.nbytes),
+            "layout_bytes": self._layout.nbytes + int(cached["part_blocks"].nbytes),
             "layout_build_s": 0.0 if built else time.perf_counter() - t0,
         })
-        self._scatter_smem = (1 << plan.chunk_bits) * self.dtype.itemsize
-        self._gather_smem = plan.part_rows_max * SUM_ITEMSIZE
-        self._inv_n = 1.0 / self.n
 
     def _begin_steps(self) -> None:
-        if not hasattr(self, "_scatter"):
-            t, w = self.dtype.name, self._weighted
-            self._scatter = kb.get(kb.scatter_name(t, w))
-            self._scatter.max_dynamic_shared_size_bytes = self._scatter_smem
-            self._gather = kb.get(kb.gather_name(t))
-            self._gather.max_dynamic_shared_size_bytes = self._gather_smem
+        """Nothing to reset: the kernels and buffers are made in :meth:`prepare_steps`."""
 
     def _ensure_pull(self) -> None:
         """The pull engine's state, for the methods that only it implements (adaptive,
@@ -226,25 +277,10 @@ class BlockedGPUOperator(GPUOperator):
         return super().fixed_steps(*args, **kwargs)
 
     # -- one step: scatter, then gather and finish -------------------------------------
-    def _layout_args(self) -> tuple:
-        L = self._layout
-        return (np.int64(L.num_tiles), L.tile_ptr, L.tile_chunk, np.int32(L.plan.chunk_bits),
-                np.int64(self.n), L.src_local, L.vals if L.vals is not None else self._vals)
-
     def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0, chunk_len,
               max_steps):
-        L = self._layout
-        skip = (row_in, np.float64(self._tol_cmp), self._chunk, np.int64(step0),
-                np.int64(chunk_len), np.int64(max_steps))
-        grid = int(min(L.num_tiles, 2 * self._sms))
-        self._scatter((grid,), (kb.BLOCK,), (*self._layout_args(), xs_in, self._msg, *skip),
-                      shared_mem=self._scatter_smem)
-        self._gather(
-            (L.num_parts,), (kb.BLOCK,),
-            (np.int64(L.num_parts), np.int64(L.num_chunks), L.part_order, self._part_ptr,
-             self._part_blocks, L.dst_local, self._msg, x_in, self._v, self._d,
-             np.int32(self.uniform_v), np.int32(self.uniform_d), self._inv_out,
-             np.float64(self.alpha), np.float64(self._inv_n), np.int64(0), row_in, row_out,
-             np.int32(self._crit), np.float64(self._tol_cmp), np.int32(mode), x_out, xs_out,
-             *skip[2:]),
-            shared_mem=self._gather_smem)
+        self._blocked.launch(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, self._v,
+                             self._d, self.uniform_v, self.uniform_d, self._inv_out,
+                             self.alpha, 1.0 / self.n, self._crit, self._tol_cmp,
+                             (self._chunk, np.int64(step0), np.int64(chunk_len),
+                              np.int64(max_steps)))

@@ -161,12 +161,12 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
          unweighted) -> None:
     """Rank the pages of GRAPH and print the top ones."""
     if distributed:
-        if personalize or gpus or engine != "auto":
-            raise click.BadParameter("--distributed takes no --personalize, --gpus or "
-                                     "--engine (one part per process)")
+        if personalize or gpus:
+            raise click.BadParameter("--distributed takes no --personalize or --gpus "
+                                     "(one part per process)")
         _run_distributed(graph, alpha=alpha, tol=tol, max_iter=max_iter,
                          criterion=criterion, device=device, dtype=dtype, method=method,
-                         top_k=top_k, as_json=as_json, output=output)
+                         engine=engine, top_k=top_k, as_json=as_json, output=output)
         return
     t0 = time.perf_counter()
     g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
@@ -198,8 +198,8 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
         # MPI's finalize at exit would wait for them
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         click.echo(f"webrank: {msg}", err=True)
-        comm.abort(EXIT_BAD_INPUT)
-        raise
+        comm.abort(EXIT_BAD_INPUT)  # returns only in a run of one process
+        raise SystemExit(EXIT_BAD_INPUT) from None
     if comm.rank != 0:
         return
     if as_json:

@@ -61,10 +61,34 @@ class _HostPart:
         return self._matrix
 
 
-class _DevicePart:
-    """A part on one GPU: its CSR, split long rows and pull kernels (webrank.kernels.cuda)."""
+#: the blocked step runs a part when its blocks average at least this many links
+BLOCKED_MIN_BLOCK = 32
 
-    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any) -> None:
+
+def part_engine(part: Part, dtype: np.dtype, engine: str) -> str:
+    """The step a GPU part runs: ``"blocked"`` (propagation blocking) or ``"pull"``.
+
+    ``"auto"``: blocked while the (chunk, partition) blocks of its layout average at
+    least :data:`BLOCKED_MIN_BLOCK` links. A part's sources span the whole graph, so its
+    blocks shrink as the graph grows past the GPUs (R-MAT 27 on two GPUs: about 48 links
+    a block; R-MAT 29: 12) and the gather's reads fragment.
+    """
+    if engine != "auto":
+        return engine
+    from webrank.backends.gpu_blocked import default_plan_args
+
+    plan = default_plan_args(dtype)
+    parts = -(-max(part.rows, 1) // plan["part_rows_max"])
+    chunks = -(-part.n // (1 << plan["chunk_bits_max"]))
+    return "blocked" if part.num_edges / (parts * chunks) >= BLOCKED_MIN_BLOCK else "pull"
+
+
+class _DevicePart:
+    """A part on one GPU: its CSR, and the pull kernels (webrank.kernels.cuda) or the
+    blocked engine's step (webrank.backends.gpu_blocked)."""
+
+    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any,
+                 engine: str = "auto") -> None:
         import cupy as cp
 
         from webrank.backends.gpu import _BLOCK, HEAVY_THRESHOLD, _heavy_segments
@@ -102,12 +126,25 @@ class _DevicePart:
             self.heavy_sum = cp.zeros(rows, dtype=np.float64)
             self.no_chunk = cp.zeros(1, dtype=np.uint64)  # step counting is the host's
             self.xs_pos = cp.zeros(1, dtype=self.indices.dtype)
+            self.engine = part_engine(part, dtype, engine)
+            self.blocked = None
+            if self.engine == "blocked":
+                from webrank.backends.gpu_blocked import blocked_step_of
+
+                self.blocked = blocked_step_of(
+                    {"indptr": self.indptr, "indices": self.indices},
+                    self.vals if self.weighted else None, part.n, np.dtype(dtype), sms)
 
     def launch(self, n: int, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
                x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
                alpha: float, crit: int, tol_cmp: float) -> None:
         """Queue one step of this part on its device's stream."""
         skip = (self.no_chunk, np.int64(0), np.int64(0), np.int64(1))
+        if self.blocked is not None:
+            self.blocked.launch(xs_in, x_in, acc_prev, acc_out, mode, x_out, xs_out, v, d,
+                                uniform_v, uniform_d, self.inv_out, alpha, 1.0 / n, crit,
+                                tol_cmp, skip)
+            return
         if self.nseg:
             self.heavy_kernel((self.heavy_grid,), (self.block,),
                               (np.int64(self.nseg), self.heavy["seg_row"], self.heavy["begin"],
@@ -143,13 +180,16 @@ class PartitionedOperator(PageRankOperator):
         The GPU of each home; None runs every part on the CPU.
     check_every : int, default 16
         GPU steps queued between two reads of the residuals.
+    engine : {"auto", "pull", "blocked"}, default "auto"
+        The step of a GPU part (:func:`part_engine`).
     """
 
     name = "partitioned"
 
     def __init__(self, parts: list[Part], bounds: np.ndarray, comm: Comm, alpha: float,
                  personalization: np.ndarray | None, dangling: np.ndarray | None,
-                 dtype: str, devices: list[int] | None = None, check_every: int = 16) -> None:
+                 dtype: str, devices: list[int] | None = None, check_every: int = 16,
+                 engine: str = "auto") -> None:
         self.comm = comm
         self.bounds = np.asarray(bounds, dtype=np.int64)
         self.n = int(self.bounds[-1])
@@ -167,15 +207,22 @@ class PartitionedOperator(PageRankOperator):
         self._d = self._v if dangling is None else np.asarray(dangling, dtype=np.float64)
         self.parts = parts
         self.devices = None if devices is None else [int(d) for d in devices]
+        if engine not in ("auto", "pull", "blocked"):
+            raise ValueError(f"engine must be 'auto', 'pull' or 'blocked' for the parts of "
+                             f"a partitioned run, not {engine!r}")
         if self.devices is None:
+            if engine != "auto":
+                raise ValueError(f"engine={engine!r} is a GPU option; CPU parts run the "
+                                 "Numba step")
             self._homes = [_HostPart(p, self.dtype) for p in parts]
         else:
             streams = getattr(comm, "streams", None)
             if streams is None or len(streams) != len(parts):
                 raise ValueError("GPU parts need a GPU communicator with one stream per part")
-            self._homes = [_DevicePart(p, dev, self.dtype, s)
+            self._homes = [_DevicePart(p, dev, self.dtype, s, engine)
                            for p, dev, s in zip(parts, self.devices, streams, strict=True)]
         self.info = {"engine": "partitioned", "parts": int(self.bounds.size - 1),
+                     "part_engines": [getattr(h, "engine", "cpu") for h in self._homes],
                      "processes": comm.size, "part_edges": [p.num_edges for p in parts],
                      "comm": type(comm).__name__}
         self.timings: dict[str, float] = {}

@@ -194,7 +194,8 @@ def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
                    dtype: str = "float64", method: str = "auto",
                    personalization: np.ndarray | None = None,
                    dangling: np.ndarray | None = None, callback: Any = None,
-                   check_every: int = 16) -> tuple[Any, Any, np.ndarray]:
+                   check_every: int = 16, engine: str = "auto"
+                   ) -> tuple[Any, Any, np.ndarray]:
     """Run a solver on this process's parts: ``(operator, solver output, scores)``, the
     scores full length, normalised, the same on every process.
 
@@ -210,7 +211,7 @@ def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
         raise ValueError(f"method {method!r} does not run on a partitioned graph; use one "
                          f"of {', '.join(PARTITIONED_METHODS)}")
     op = PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
-                             devices=devices, check_every=check_every)
+                             devices=devices, check_every=check_every, engine=engine)
     n = op.n
     x0 = np.full(n, 1.0 / n)
     out = get_solver(method)(op, x0, tol=tol, max_iter=max_iter, criterion=criterion,
@@ -236,7 +237,8 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
                          tol: float = 1e-6, max_iter: int = 1000, criterion: str = "l1",
                          dtype: str = "float64", method: str = "auto", top: int = 10,
                          comm: Comm | None = None, devices: list[int] | None = None,
-                         callback: Any = None, **read_options: Any) -> DistributedResult:
+                         callback: Any = None, engine: str = "auto",
+                         **read_options: Any) -> DistributedResult:
     """PageRank of a graph no single process reads: each rank reads its part of
     ``source`` (a shard directory, a Parquet directory, a list of edge files, or a
     :class:`~webrank.graph.Graph` every rank holds, as in tests), runs the partitioned
@@ -244,7 +246,8 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
 
     Started by mpirun, srun or torchrun (:func:`launch_info`); without a launcher it is
     one process with one part. ``device="gpu"`` runs each rank's part on its GPU (the
-    local rank's), exchanging through NCCL. See docs/distributed.md.
+    local rank's), exchanging through NCCL; ``engine`` picks each GPU part's step
+    (:func:`~webrank.distributed.operator.part_engine`). See docs/distributed.md.
     """
     from webrank.distributed.inputs import read_part
     from webrank.graph import Graph
@@ -265,7 +268,8 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
     t1 = time.perf_counter()
     op, out, scores = pagerank_parts(parts, bounds, comm, devices=devices, alpha=alpha,
                                      tol=tol, max_iter=max_iter, criterion=criterion,
-                                     dtype=dtype, method=method, callback=callback)
+                                     dtype=dtype, method=method, callback=callback,
+                                     engine=engine)
     t2 = time.perf_counter()
     mine = [i for home in comm.homes for i in home]
     r0, r1 = int(bounds[min(mine)]), int(bounds[max(mine) + 1])
@@ -280,7 +284,7 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
 
 def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
                        personalization: np.ndarray | None, dangling: np.ndarray | None,
-                       dtype: str, check_every: int = 16) -> Any:
+                       dtype: str, check_every: int = 16, engine: str = "auto") -> Any:
     """The operator of ``webrank.pagerank(graph, device="gpu", gpus=N)``: the graph split
     into N row parts, one per GPU of this host, driven from this process through NCCL
     group calls (:class:`~webrank.distributed.comm.NCCLGroupComm`)."""
@@ -292,4 +296,4 @@ def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
     parts = split_graph(graph, int(gpus))
     bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)
     return PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
-                               devices=devices, check_every=check_every)
+                               devices=devices, check_every=check_every, engine=engine)
