@@ -6,6 +6,7 @@ single GPU here builds or holds, and out-of-core runs against the host-link floo
     python benchmarks/distributed_bench.py large 29            # generated across the GPUs
     python benchmarks/distributed_bench.py ooc 28 --cap 0.25   # streamed, capped memory
     python benchmarks/distributed_bench.py cli DATA_DIR        # rank --gpus, mpirun
+    python benchmarks/distributed_bench.py cpu DATA_DIR        # mpirun -n 2 on the CPU
 
 Each prints a table and appends a JSON record (machine, GPUs, commit, date, numbers) to
 ``--out`` (default ``distributed_results.jsonl``). Milliseconds per iteration are
@@ -302,9 +303,89 @@ def measure_cli(data: str) -> dict[str, Any]:
     return runs
 
 
+def measure_cpu(data: str, ranks: int = 2) -> dict[str, Any]:
+    """The CPU cluster path on this machine: each shared graph in ``ranks`` shards ranked
+    by ``mpirun -n ranks ... --distributed --device cpu``, against one process (the same
+    power method, in this process) and the partitioned operator in one process; the
+    ranks' Parquet parts are compared with the single-process scores (L1). Medians of
+    three runs; a run of two steps gives each process's fixed cost."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    import webrank
+    from webrank.distributed.comm import LocalComm
+    from webrank.distributed.inputs import write_shards
+    from webrank.distributed.partition import split_graph
+    from webrank.distributed.run import pagerank_parts
+
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    out: dict[str, Any] = {"ranks": ranks, "cores": os.cpu_count()}
+    for name in ("cnr-2000", "web-NotreDame", "soc-Epinions1"):
+        g = webrank.load(str(Path(data) / f"{name}.txt.gz"))
+        kw = {"alpha": ALPHA, "tol": TOL, "method": "power"}
+        webrank.pagerank(g, **kw)  # compiled and warm
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            one = webrank.pagerank(g, **kw)
+            times.append(time.perf_counter() - t0)
+        parts = split_graph(g, ranks)
+        bounds = np.array([p.row_begin for p in parts] + [g.n], dtype=np.int64)
+        t0 = time.perf_counter()
+        pagerank_parts(parts, bounds, LocalComm(ranks), **kw)
+        local_s = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            write_shards(g, f"{tmp}/shards", ranks)
+            cmd = ["mpirun", "-n", str(ranks), sys.executable, "-m", "webrank", "rank",
+                   f"{tmp}/shards", "--distributed", "--device", "cpu", "--tol", str(TOL),
+                   "--method", "power", "--json", "-o", f"{tmp}/ranks"]
+            def mpirun(args: list[str]) -> tuple[dict[str, Any], float]:
+                t0 = time.perf_counter()
+                p = subprocess.run(args, capture_output=True, text=True, env=env,
+                                   timeout=600)
+                if p.returncode:
+                    raise RuntimeError(f"{' '.join(args)} failed: {p.stderr[-2000:]}")
+                return json.loads(p.stdout.strip().splitlines()[-1]), \
+                    time.perf_counter() - t0
+
+            runs = [mpirun(cmd) for _ in range(3)]
+            summary = runs[0][0]
+            full_s = statistics.median(r["elapsed_s"] for r, _ in runs)
+            wall = statistics.median(w for _, w in runs)
+            # two steps: the per-process fixed cost (Numba's cache loaded, threads started)
+            two = statistics.median(mpirun(
+                [*cmd[:cmd.index("--tol")], "--tol", "1e-300", "--max-iter", "2",
+                 "--method", "power", "--json"])[0]["elapsed_s"] for _ in range(3))
+            table = pq.read_table(f"{tmp}/ranks")
+            nodes = table.column("node").to_numpy()
+            if g.labels is not None:  # the parts name nodes by their labels
+                order = np.argsort(g.labels)
+                nodes = order[np.searchsorted(g.labels[order], nodes)]
+            scores = np.zeros(g.n)
+            scores[nodes] = table.column("score").to_numpy()
+        out[name] = {
+            "n": g.n, "edges": g.num_edges, "iterations": one.iterations,
+            "one_process_s": statistics.median(times),
+            "partitioned_one_process_s": local_s,
+            "mpirun_compute_s": full_s, "mpirun_read_s": summary["setup_s"],
+            "mpirun_iterations": summary["iterations"], "mpirun_wall_s": wall,
+            "mpirun_compute_over_one_process": full_s / statistics.median(times),
+            "mpirun_two_steps_s": two,
+            "mpirun_ms_per_step": 1e3 * (full_s - two)
+            / max(summary["iterations"] - 2, 1),
+            "one_process_ms_per_step": 1e3 * statistics.median(times) / one.iterations,
+            "l1_vs_one_process": float(np.abs(scores - one.scores).sum()),
+            "cmd": " ".join(cmd).replace(sys.executable, "python"),
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["env", "strong", "large", "ooc", "cli"])
+    ap.add_argument("what", choices=["env", "strong", "large", "ooc", "cli", "cpu"])
     ap.add_argument("arg", nargs="?")
     ap.add_argument("--cap", type=float, default=0.25)
     ap.add_argument("--out", default="distributed_results.jsonl")
@@ -319,6 +400,8 @@ def main() -> None:
         res = measure_large(int(args.arg))
     elif args.what == "ooc":
         res = measure_ooc(int(args.arg), args.cap)
+    elif args.what == "cpu":
+        res = measure_cpu(args.arg or ".")
     else:
         res = measure_cli(args.arg or ".")
     doc = {"what": args.what, "arg": args.arg, "environment": environment(), "result": res}

@@ -139,6 +139,28 @@ def test_distributed_cli_refuses_a_bad_engine_in_one_line(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("webrank: ") and msg in lines[0]
 
 
+def test_distributed_output_directory_is_rewritten(tmp_path):
+    """-o of --distributed is a directory of parts: a second run replaces them; without
+    --distributed a directory is refused in one line before any work."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "e.txt"
+    path.write_text("0 1\n1 2\n2 0\n2 3\n")
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path),
+                              "--distributed", "--device", "cpu", "-o", str(tmp_path / "r")],
+                             capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+    table = pq.read_table(tmp_path / "r")
+    assert sorted(table.column("node").to_pylist()) == [0, 1, 2, 3]
+    assert abs(sum(table.column("score").to_pylist()) - 1) < 1e-12
+    out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path), "-o",
+                          str(tmp_path / "r")], capture_output=True, text=True, env=env)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "is a directory" in lines[0]
+
+
 def test_part_engine_follows_the_links_per_block():
     from webrank.backends.gpu_blocked import default_plan_args
     from webrank.distributed.operator import BLOCKED_MIN_BLOCK, part_engine

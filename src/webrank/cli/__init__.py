@@ -7,6 +7,7 @@ one line on stderr, never as a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -136,8 +137,9 @@ def _rank_options(f):
                      help="How many top pages to print."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the summary and top pages as JSON."),
-        click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-                     help="Write all scores (.csv, .tsv, .parquet, .npy, .json)."),
+        click.option("--output", "-o", type=click.Path(), default=None,
+                     help="Write all scores (.csv, .tsv, .parquet, .npy, .json); with "
+                          "--distributed, a directory of per-rank Parquet parts."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -168,6 +170,7 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
                          criterion=criterion, device=device, dtype=dtype, method=method,
                          engine=engine, top_k=top_k, as_json=as_json, output=output)
         return
+    _check_output_file(output)
     t0 = time.perf_counter()
     g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
     load_s = time.perf_counter() - t0
@@ -224,12 +227,21 @@ def demo(alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k, 
     """Rank the bundled web graph (SNAP web-NotreDame, 325,729 pages, 1.5M links)."""
     from webrank.datasets import path
 
+    _check_output_file(output)
     t0 = time.perf_counter()
     g = _load(str(path()), None, "int", "appear", False, quiet=True)
     load_s = time.perf_counter() - t0
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
                     as_json=as_json, output=output, personalization=None)
+
+
+def _check_output_file(output: str | None) -> None:
+    """``-o`` names a file outside --distributed: refused before any work otherwise."""
+    if output and os.path.isdir(output):
+        raise click.BadParameter(f"{output!r} is a directory (a file is written; "
+                                 "directories of parts are for --distributed)",
+                                 param_hint="'--output' / '-o'")
 
 
 def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", **params) -> None:

@@ -121,17 +121,25 @@ class LocalComm(Comm):
         return None
 
 
+#: seconds an MPI wait polls without sleeping
+SPIN_S = 0.05
+
+
 def _wait(request: Any, what: str, rank: int, timeout: float, heartbeat: Any) -> None:
     """Wait for an MPI request with a deadline; on expiry, name the silent ranks."""
-    deadline = time.monotonic() + timeout
-    pause = 0.0
+    start = time.monotonic()
+    deadline = start + timeout
+    # Open MPI moves a non-blocking collective on only inside MPI calls: Test without
+    # pause for a while (a step's collectives take microseconds to milliseconds), then
+    # back off so that a long wait does not burn a core.
     while not request.Test():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             heartbeat()  # raises naming the ranks that stopped answering, if it can
             raise DistributedError(f"rank {rank}: {what} did not complete within "
                                    f"{timeout:.0f} s; a rank may have died")
-        time.sleep(pause)
-        pause = min(1e-3, pause + 1e-5)
+        if now - start > SPIN_S:
+            time.sleep(min(1e-3, (now - start - SPIN_S) / 10))
 
 
 class MPIComm(Comm):
