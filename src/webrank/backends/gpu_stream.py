@@ -1,7 +1,8 @@
 """The ``"stream"`` GPU engine: graphs larger than the GPU's memory (out of core).
 
-The vectors stay on the device (x twice in float64, the gathered ``xs`` twice, 1/out: about
-40 bytes per node in float32); the in-link CSR stays in pinned host memory, cut into row
+The vectors stay on the device (x twice in float64, the gathered ``xs`` twice, 1/out-degree,
+the dangling weights, v, d, the long rows' sums: 64 bytes per node in float32, see
+:func:`stream_vector_bytes`); the in-link CSR stays in pinned host memory, cut into row
 chunks, and is streamed through two device buffers every step: while the pull kernel
 (:mod:`webrank.kernels.cuda`) runs on chunk k, chunk k + 1 is copied in on a second
 stream, so that the step costs about ``max(bytes streamed / host-to-device bandwidth,
