@@ -268,6 +268,8 @@ def test_bad_input_raises_value_error_before_work():
         update(prev, frontier_tol=-1.0)
     with pytest.raises(ValueError, match="max_frontier_fraction"):
         update(prev, max_frontier_fraction=0.0)
+    with pytest.raises(ValueError, match="frontier must be True, False or 'auto'"):
+        update(prev, frontier="yes")
     with pytest.raises(ValueError, match="tol"):
         update(prev, tol=0.0)
     weighted = small_graph(1, weighted=True)
@@ -301,6 +303,12 @@ def test_update_on_device(device):
                  device=device)
     assert res.device == device
     assert np.abs(res.scores - exact_pagerank(res.graph)).sum() < BOUND
+    # "auto": the CPU's frontier phase, unless the steps run on the GPU (which says so)
+    assert (res.info["frontier_stop"] == "disabled") == (device == "gpu")
+    assert ("on the GPU" in res.info["frontier_choice"]) == (device == "gpu")
+    forced = update(prev, added_edges=([0], [5]), device=device, frontier=True)
+    assert forced.info["frontier_stop"] != "disabled"
+    assert forced.info["frontier_choice"] == "frontier phase (asked)"
 
 
 @pytest.mark.slow

@@ -222,12 +222,16 @@ def networkx_reference_scipy(g: Graph) -> np.ndarray:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", REAL_CASES)
-@pytest.mark.parametrize("device,dtype", [("cpu", "float64"), ("cpu", "float32"),
-                                          pytest.param("gpu", "float64", marks=pytest.mark.gpu),
-                                          pytest.param("gpu", "float32", marks=pytest.mark.gpu)])
-def test_real_datasets_agree_with_networkx(real_graphs, name, device, dtype):
+@pytest.mark.parametrize("device,dtype,engine", [
+    ("cpu", "float64", "auto"), ("cpu", "float32", "auto"),  # auto: the blocked step
+    ("cpu", "float64", "pull"), ("cpu", "float32", "pull"),
+    pytest.param("gpu", "float64", "auto", marks=pytest.mark.gpu),
+    pytest.param("gpu", "float32", "auto", marks=pytest.mark.gpu)])
+def test_real_datasets_agree_with_networkx(real_graphs, name, device, dtype, engine):
     g, ref = real_graphs(name)
-    r = webrank.pagerank(g, tol=1e-10, device=device, dtype=dtype)
+    r = webrank.pagerank(g, tol=1e-10, device=device, dtype=dtype, engine=engine)
+    if device == "cpu":
+        assert r.info["engine"] == ("blocked" if engine == "auto" else engine)
     err = np.abs(r.scores - ref).sum()
     assert err < 1e-6, err
     if dtype == "float64":

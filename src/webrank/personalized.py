@@ -986,25 +986,38 @@ if HAVE_NUMBA:
         shared_d = d.size > 0
         for c in prange(bounds.size - 1):
             acc = np.zeros(b)
+            odd = np.zeros(b)
             res = np.zeros(b)
             dmass = np.zeros(b)
             tmass = np.zeros(b)
             for i in range(bounds[c], bounds[c + 1]):
                 for q in range(b):
                     acc[q] = 0.0
-                if weighted:
-                    for e in range(indptr[i], indptr[i + 1]):
-                        w = vals[e]
-                        j = indices[e]
+                    odd[q] = 0.0
+                # even and odd links in two sums, as the scalar kernel's row_sum adds them
+                e = indptr[i]
+                end = indptr[i + 1]
+                while e + 1 < end:
+                    j0 = indices[e]
+                    j1 = indices[e + 1]
+                    if weighted:
+                        w0 = np.float64(vals[e])
+                        w1 = np.float64(vals[e + 1])
                         for q in range(b):
-                            acc[q] += w * g[j, q]
-                else:
-                    for e in range(indptr[i], indptr[i + 1]):
-                        j = indices[e]
+                            acc[q] += w0 * g[j0, q]
+                            odd[q] += w1 * g[j1, q]
+                    else:
                         for q in range(b):
-                            acc[q] += g[j, q]
+                            acc[q] += g[j0, q]
+                            odd[q] += g[j1, q]
+                    e += 2
+                if e < end:
+                    j0 = indices[e]
+                    w0 = np.float64(vals[e]) if weighted else 1.0
+                    for q in range(b):
+                        acc[q] += w0 * g[j0, q] if weighted else g[j0, q]
                 for q in range(b):
-                    acc[q] *= alpha
+                    acc[q] = alpha * (acc[q] + odd[q])
                 if shared_d:
                     di = d[i]
                     for q in range(b):

@@ -102,9 +102,12 @@ def pagerank(
     callback : callable, optional
         ``callback(iteration, residual)`` as iterations complete (for progress bars).
     **options
-        Solver- or backend-specific options (documented by each solver and backend),
-        and ``gpus``: rank on that many GPUs of this host (the graph split into row
-        parts, one per GPU, exchanging through NCCL; :mod:`webrank.distributed`).
+        Solver- or backend-specific options (documented by each solver and backend):
+        ``engine`` picks the power step, on the CPU ``"auto"``, ``"pull"`` or
+        ``"blocked"`` (:mod:`webrank.backends.cpu`), on the GPU also ``"persistent"``
+        and ``"stream"`` (:mod:`webrank.backends.gpu_engines`); ``gpus`` ranks on that
+        many GPUs of this host (the graph split into row parts, one per GPU, exchanging
+        through NCCL; :mod:`webrank.distributed`).
 
     Returns
     -------
@@ -261,8 +264,9 @@ def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     hybrid_only = sorted(set(picked) & set(_HYBRID_ONLY))
     if backend != "hybrid" and hybrid_only:
         raise ValueError(f"options {hybrid_only} apply to method='hybrid' only")
-    if backend == "cpu" and picked:
-        raise ValueError(f"options {sorted(picked)} apply to device='gpu' only")
+    gpu_only = sorted(set(picked) - {"engine"})
+    if backend == "cpu" and gpu_only:
+        raise ValueError(f"options {gpu_only} apply to device='gpu' only")
     return picked
 
 

@@ -102,9 +102,10 @@ def make_operator(
     dtype: str,
     **options: Any,
 ) -> PageRankOperator:
-    """The Google-matrix operator of ``graph`` on ``device``: "cpu", "gpu" (its engine
-    from the ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (seed
-    002's CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
+    """The Google-matrix operator of ``graph`` on ``device``: "cpu" (its step from the
+    ``engine`` option, :mod:`webrank.backends.cpu`), "gpu" (its engine from the
+    ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (seed 002's
+    CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
     if device == "hybrid":
         from webrank.backends.hybrid import HybridOperator
 
@@ -115,4 +116,4 @@ def make_operator(
         return make_gpu_operator(graph, alpha, personalization, dangling, dtype, **options)
     from webrank.backends.cpu import CPUOperator
 
-    return CPUOperator(graph, alpha, personalization, dangling, dtype)
+    return CPUOperator(graph, alpha, personalization, dangling, dtype, **options)

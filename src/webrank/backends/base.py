@@ -30,6 +30,23 @@ from webrank.graph import Graph
 CRITERIA = ("l1", "l2", "linf")
 
 
+def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
+                scale: float = 1.0) -> int | None:
+    """Scan a batch of step residuals read back from a device.
+
+    ``res[s - first]`` is the residual of step ``s`` as the kernels keep it (squared under
+    L2, ``crit`` 1). Returns the first step whose residual is below ``tol_cmp``, or None;
+    tells ``callback`` (if given) that step, or the batch's last, and its residual (the
+    square root under L2, times ``scale``: a fixed-point run's unit)."""
+    below = np.flatnonzero(res < tol_cmp)
+    stop = first + int(below[0]) if below.size else None
+    if callback is not None:
+        r = res[below[0]] if below.size else res[-1]
+        callback(stop or first + res.size - 1,
+                 float((np.sqrt(r) if crit == 1 else r) * scale))
+    return stop
+
+
 @dataclass
 class StepsResult:
     """What :meth:`PageRankOperator.power_steps` returns."""

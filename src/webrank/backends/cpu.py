@@ -1,12 +1,22 @@
 """CPU backend: NumPy arrays, SciPy for generic products, a fused step for the hot loop.
 
-The fused power step is the parallel Numba kernel on graphs of
-:data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges or more, and the serial SciPy step
-below (:mod:`webrank.kernels.cpu`): a small graph is ranked without importing Numba.
+The fused power step (:mod:`webrank.kernels.cpu`) is, by ``engine``:
+
+* ``"pull"``: the parallel Numba kernel over the in-link CSR (each row gathers its
+  sources' values);
+* ``"blocked"``: the parallel Numba kernel over the partition-centric layout
+  (:class:`~webrank.kernels.cpu.CPUBlockedLayout`: rows in cache-sized partitions, each
+  source's value read once per partition and added to its run of rows), built once per
+  graph and kept in its cache;
+* ``"auto"`` (default): the serial SciPy step below
+  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges (a small graph is ranked without
+  importing Numba); above it, blocked when the solve is expected to take enough steps to
+  repay the layout's build (:data:`BLOCKED_MIN_STEPS`), else pull.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -15,16 +25,28 @@ from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 
+#: "auto" takes the blocked step when a solve is expected to take at least this many
+#: steps (``log(tol) / log(alpha)``, at most ``max_iter``). Measured by
+#: ``benchmarks/cpu_engines.py`` on 2 cores: the layout costs about 10-15 pull steps to
+#: build and saves a fifth to a third of each step on the shared web graphs.
+BLOCKED_MIN_STEPS = 40
+CPU_ENGINES = ("auto", "pull", "blocked")
+
 
 class CPUOperator(PageRankOperator):
     """The Google matrix on the CPU (see :class:`~webrank.backends.base.PageRankOperator`).
+
+    Parameters
+    ----------
+    engine : {"auto", "pull", "blocked"}, default "auto"
+        The power step (see the module docstring). GPU engine names are refused.
 
     Attributes
     ----------
     kernel : {"numba", "scipy"}
         The power step's implementation, chosen once from the edge count by
-        :func:`webrank.kernels.cpu.use_numba`: the parallel Numba kernel, or the serial
-        SciPy step of small graphs.
+        :func:`webrank.kernels.cpu.use_numba` (or by an explicit ``engine``): the
+        parallel Numba kernels, or the serial SciPy step of small graphs.
     """
 
     name = "cpu"
@@ -37,7 +59,11 @@ class CPUOperator(PageRankOperator):
         personalization: np.ndarray | None,
         dangling: np.ndarray | None,
         dtype: str,
+        engine: str = "auto",
     ) -> None:
+        if engine not in CPU_ENGINES:
+            raise ValueError(f"engine {engine!r} is not a CPU engine; the CPU runs "
+                             f"{', '.join(repr(e) for e in CPU_ENGINES)}")
         super().__init__(graph, alpha, personalization, dangling, dtype)
         n = self.n
         self._v = np.full(n, 1.0 / n) if personalization is None else personalization
@@ -61,7 +87,10 @@ class CPUOperator(PageRankOperator):
         self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
         self._partial = np.zeros((self._bounds.size, 3))
         self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
-        self.kernel = "numba" if kernels.use_numba(graph.num_edges) else "scipy"
+        numba = (kernels.use_numba(graph.num_edges) if engine == "auto"
+                 else kernels._jit() is not None)
+        self.kernel = "numba" if numba else "scipy"
+        self.engine = engine
         self.info["kernel"] = self.kernel
 
     def teleport(self) -> np.ndarray:
@@ -108,10 +137,18 @@ class CPUOperator(PageRankOperator):
         delta = False
         mass = 0.0
         numba = self.kernel == "numba"
-        if not numba:
+        layout = None
+        if numba and self._step_engine(tol, max_steps) == "blocked":
+            layout = self._blocked_layout()
+            partial = np.zeros((layout.part_ptr.size, 3))
+        elif not numba:
             matrix, dangling = self._pt(), np.flatnonzero(self._dangling)
         while steps < max_steps:
-            if numba:
+            if layout is not None:
+                res, dm, mass = kernels.blocked_step(
+                    layout, xs, x, self._v_k, self._d_k, self._inv_out, self.alpha, dm,
+                    mass, crit, delta, x_next, xs_next, partial)
+            elif numba:
                 res, dm, mass = kernels.fused_step(
                     g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
                     self._inv_out, self.alpha, dm, mass, crit, delta, self._bounds, x_next,
@@ -140,6 +177,33 @@ class CPUOperator(PageRankOperator):
                 break
         self.matvecs += steps
         return StepsResult(x=x, residuals=residuals[:steps], converged=converged)
+
+    def _step_engine(self, tol: float, max_steps: int) -> str:
+        """The Numba power step for a solve to ``tol`` in at most ``max_steps`` steps
+        (``"auto"``: blocked when its layout is built already or the solve is long
+        enough to repay it); recorded in ``info["engine"]``."""
+        engine = self.engine
+        if engine == "auto":
+            key = ("cpu-blocked", kernels.BLOCKED_PART_ROWS, self._vals.dtype.str)
+            expected = (np.log(tol) / np.log(self.alpha) if 0 < tol < 1 and 0 < self.alpha < 1
+                        else max_steps)
+            long = min(expected, max_steps) >= BLOCKED_MIN_STEPS
+            engine = "blocked" if key in self.graph._cache or long else "pull"
+        self.info["engine"] = engine
+        return engine
+
+    def _blocked_layout(self) -> kernels.CPUBlockedLayout:
+        """The graph's blocked layout, built on first use and kept in its cache (its
+        build time in ``info["layout_build_s"]``; 0 when it was cached)."""
+        g = self.graph
+        key = ("cpu-blocked", kernels.BLOCKED_PART_ROWS, self._vals.dtype.str)
+        layout = g._cache.get(key)
+        t0 = time.perf_counter()
+        if layout is None:
+            layout = g._cache[key] = kernels.blocked_layout(g.indptr, g.indices, self._vals)
+        self.info["layout_build_s"] = time.perf_counter() - t0
+        self.info["layout_pairs_per_link"] = layout.num_pairs / max(g.num_edges, 1)
+        return layout
 
     # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
     def adaptive_steps(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import PageRankOperator, StepsResult
+from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
@@ -408,12 +408,7 @@ class GPUOperator(PageRankOperator):
             done, first, stop = 1, 1, None
             while True:
                 res = cp.asnumpy(hist[first : done + 1, 0])  # the one sync per batch
-                below = np.flatnonzero(res < self._tol_cmp)
-                if below.size:
-                    stop = first + int(below[0])
-                if callback is not None:
-                    last = res[stop - first] if stop else res[-1]
-                    callback(stop or done, float(np.sqrt(last) if self._crit == 1 else last))
+                stop = first_below(res, first, self._tol_cmp, self._crit, callback)
                 if stop is not None or done >= max_steps:
                     break
                 first = done + 1
@@ -554,12 +549,7 @@ class GPUOperator(PageRankOperator):
                          dm_hist[s : s + 1], np.int32(crit), np.float64(tol_cmp), x_out,
                          xs_out, np.int64(threshold), heavy_sum))
                 res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
-                below = np.flatnonzero(res < tol_cmp)
-                if below.size:
-                    stop = done + 1 + int(below[0])
-                if callback is not None:
-                    r = res[below[0]] if below.size else res[-1]
-                    callback(stop or last, float((np.sqrt(r) if crit == 1 else r) * ulp))
+                stop = first_below(res, done + 1, tol_cmp, crit, callback, ulp)
                 done = last
             steps = stop if stop is not None else done
             residuals = cp.asnumpy(res_hist[1 : steps + 1])
@@ -637,12 +627,7 @@ class PersistentGPUOperator(GPUOperator):
                      np.int64(last), np.int32(self.delta_steps), np.int32(crit),
                      np.float64(tol_cmp)))
                 res = cp.asnumpy(hist[first:last + 1, 0])  # the one sync per launch
-                below = np.flatnonzero(res < tol_cmp)
-                if below.size:
-                    stop = first + int(below[0])
-                if callback is not None:
-                    r = res[below[0]] if below.size else res[-1]
-                    callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+                stop = first_below(res, first, tol_cmp, crit, callback)
                 first = last + 1
             steps = stop if stop is not None else max_steps
             residuals = cp.asnumpy(hist[1:steps + 1, 0])

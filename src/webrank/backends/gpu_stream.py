@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import PageRankOperator, StepsResult
+from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 
@@ -287,12 +287,7 @@ class StreamedGPUOperator(PageRankOperator):
                 self._compute.synchronize()
                 step_s.append(time.perf_counter() - t0)
             res = cp.asnumpy(hist[first:last + 1, 0])
-            below = np.flatnonzero(res < tol_cmp)
-            if below.size:
-                stop = first + int(below[0])
-            if callback is not None:
-                r = res[below[0]] if below.size else res[-1]
-                callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+            stop = first_below(res, first, tol_cmp, crit, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
         residuals = cp.asnumpy(hist[1:steps + 1, 0])

@@ -128,8 +128,10 @@ def _rank_options(f):
                      show_default=True, help="Precision of the vector gathered along edges."),
         click.option("--engine", type=click.Choice(["auto", "pull", "blocked", "persistent"]),
                      default="auto", show_default=True,
-                     help="GPU engine: auto picks persistent (graphs in L2), blocked "
-                          "(propagation blocking) or pull (the fused CSR kernel)."),
+                     help="The power step. GPU: auto picks persistent (graphs in L2), "
+                          "blocked (propagation blocking) or pull (the fused CSR kernel). "
+                          "CPU: pull, or blocked (cache-sized partitions; auto for long "
+                          "solves)."),
         click.option("--method", default="auto", show_default=True,
                      help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
                           "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),
@@ -248,7 +250,7 @@ def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", **param
     from webrank import pagerank
     from webrank.kernels.cpu import compile_notice
 
-    if engine != "auto":  # a GPU option: the CPU refuses it with a one-line error
+    if engine != "auto":  # a device refuses the engines it lacks with a one-line error
         params["engine"] = engine
 
     status = _RunStatus(enabled=not as_json and sys.stderr.isatty())

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult
+from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult, first_below
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
 
@@ -424,12 +424,7 @@ class PartitionedOperator(PageRankOperator):
             gather_s += time.perf_counter() - t
             with cp.cuda.Device(homes[0].device):
                 res = cp.asnumpy(state[0]["hist"][first:last + 1, 0])
-            below = np.flatnonzero(res < tol_cmp)
-            if below.size:
-                stop = first + int(below[0])
-            if callback is not None:
-                r = res[below[0]] if below.size else res[-1]
-                callback(stop or last, float(np.sqrt(r) if crit == 1 else r))
+            stop = first_below(res, first, tol_cmp, crit, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
         with cp.cuda.Device(homes[0].device):

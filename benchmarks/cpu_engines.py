@@ -1,0 +1,179 @@
+"""The CPU's two power steps, pull and blocked, measured on this machine.
+
+    python benchmarks/cpu_engines.py [--out FILE] [--repeat N] [--rmat 20] [--quick]
+
+For each graph (the shared web graphs and an R-MAT graph): the per-step time of each
+engine (marginal: runs of 60 and 10 steps, interleaved, medians), the blocked layout's
+build time and size, and whole ``webrank.pagerank`` calls to tol 1e-10 with the layout
+built in the call ("cold") and already cached on the graph ("warm"). Then whole
+processes, ``webrank rank FILE --device cpu --engine E --tol 1e-10`` (the layout built
+once, kernels loaded from Numba's cache), and the methods ``auto`` chooses between at
+alpha 0.95 and 0.99 with the blocked step. Timings interleave the engines so that a
+noisy neighbour slows both; medians and minima are written to JSON with the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import webrank
+from webrank.bench.env import environment, write_json
+
+DATA = Path(os.environ.get("WEBRANK_DATASETS")
+            or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+ENGINES = ("pull", "blocked")
+TOL = 1e-10
+
+
+def _clock(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _stats(times: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(times), "min": min(times), "max": max(times),
+            "repeats": len(times)}
+
+
+def measure_graph(g: webrank.Graph, repeat: int) -> dict[str, Any]:
+    """Per-step and whole-call times of both engines on ``g`` (interleaved)."""
+    from webrank.kernels import cpu
+
+    def steps(engine: str, k: int) -> Any:
+        return webrank.pagerank(g, device="cpu", method="power", engine=engine, tol=1e-300,
+                                max_iter=k, raise_on_nonconvergence=False)
+
+    def solve(engine: str) -> Any:
+        return webrank.pagerank(g, device="cpu", method="power", engine=engine, tol=TOL)
+
+    for e in ENGINES:  # kernels loaded, layout built
+        solve(e)
+    out: dict[str, Any] = {"n": g.n, "edges": g.num_edges}
+    t_short = {e: [] for e in ENGINES}
+    t_long = {e: [] for e in ENGINES}
+    cold = {e: [] for e in ENGINES}
+    warm = {e: [] for e in ENGINES}
+    build = []
+    for _ in range(repeat):
+        for e in ENGINES:
+            t_short[e].append(_clock(lambda e=e: steps(e, 10)))
+            t_long[e].append(_clock(lambda e=e: steps(e, 60)))
+            warm[e].append(_clock(lambda e=e: solve(e)))
+            g._cache.clear()  # the layout is built inside the next call
+            r = solve(e)
+            g._cache.clear()
+            cold[e].append(_clock(lambda e=e: solve(e)))
+            if e == "blocked":
+                build.append(r.info["layout_build_s"])
+    r = solve("blocked")
+    vals = g.transition_values()
+    layout = cpu.blocked_layout(g.indptr, g.indices, np.zeros(0) if vals is None else vals)
+    out.update({"iterations": r.iterations, "layout_build_s": _stats(build),
+                "layout_bytes": layout.nbytes, "csr_bytes": g.indptr.nbytes + g.indices.nbytes,
+                "pairs_per_link": layout.num_pairs / max(g.num_edges, 1),
+                "partitions": int(layout.part_ptr.size - 1)})
+    for e in ENGINES:
+        per_step = [(b - a) / 50 for a, b in zip(t_short[e], t_long[e], strict=True)]
+        out[e] = {"ms_per_step": {k: 1e3 * v for k, v in _stats(per_step).items()
+                                  if k != "repeats"},
+                  "solve_cold_s": _stats(cold[e]), "solve_warm_s": _stats(warm[e])}
+    p, b = out["pull"], out["blocked"]
+    out["step_speedup"] = p["ms_per_step"]["median"] / b["ms_per_step"]["median"]
+    out["cold_speedup"] = p["solve_cold_s"]["median"] / b["solve_cold_s"]["median"]
+    out["warm_speedup"] = p["solve_warm_s"]["median"] / b["solve_warm_s"]["median"]
+    return out
+
+
+def measure_processes(path: Path, repeat: int) -> dict[str, Any]:
+    """Whole ``webrank rank`` processes per engine (interleaved)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1] / "src"), os.environ.get("PYTHONPATH", "")]))
+    runs: dict[str, dict[str, list[float]]] = {e: {"wall": [], "compute": []} for e in ENGINES}
+    for _ in range(repeat):
+        for e in ENGINES:
+            cmd = [sys.executable, "-m", "webrank", "rank", str(path), "--device", "cpu",
+                   "--engine", e, "--method", "power", "--tol", str(TOL), "--json"]
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+            runs[e]["wall"].append(time.perf_counter() - t0)
+            runs[e]["compute"].append(json.loads(p.stdout)["elapsed_s"])
+    return {e: {k: _stats(v) for k, v in r.items()} for e, r in runs.items()}
+
+
+def measure_methods(g: webrank.Graph, alphas: list[float]) -> list[dict[str, Any]]:
+    """``power`` (blocked step) against ``gmres`` and ``gauss-seidel`` at each alpha."""
+    rows = []
+    for alpha in alphas:
+        for method in ("power", "gmres", "gauss-seidel", "auto"):
+            def run(m: str = method, a: float = alpha) -> Any:
+                return webrank.pagerank(g, alpha=a, tol=TOL, max_iter=20000, device="cpu",
+                                        method=m)
+            r = run()
+            times = [_clock(run) for _ in range(3)]
+            rows.append({"alpha": alpha, "method": method, "ran": r.method,
+                         "engine": r.info.get("engine"), "matvecs": r.matvecs, **_stats(times)})
+            print(f"  alpha {alpha}: {method:13} ran {r.method:13} {r.matvecs:5} products "
+                  f"{statistics.median(times):.3f} s", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="benchmarks/results/cpu_engines.json")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--rmat", type=int, default=20, help="R-MAT scale (0: none)")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, no processes")
+    args = ap.parse_args()
+    repeat = 2 if args.quick else args.repeat
+    doc: dict[str, Any] = {"environment": environment(), "tol": TOL, "graphs": {}}
+    graphs = [(name, DATA / f"{name}.txt.gz")
+              for name in ("cnr-2000", "web-NotreDame", "soc-Epinions1")]
+    for name, path in graphs:
+        g = webrank.load(path)
+        res = doc["graphs"][name] = measure_graph(g, repeat)
+        print(f"{name:14} {g.num_edges:>11,} links: step pull "
+              f"{res['pull']['ms_per_step']['median']:.2f} ms, blocked "
+              f"{res['blocked']['ms_per_step']['median']:.2f} ms ({res['step_speedup']:.2f}x); "
+              f"solve cold {res['pull']['solve_cold_s']['median']:.3f} -> "
+              f"{res['blocked']['solve_cold_s']['median']:.3f} s, warm -> "
+              f"{res['blocked']['solve_warm_s']['median']:.3f} s; build "
+              f"{res['layout_build_s']['median'] * 1e3:.0f} ms; "
+              f"{res['pairs_per_link']:.3f} pairs/link", flush=True)
+    if args.rmat:
+        from webrank.generate import rmat
+
+        src, dst, n = rmat(args.rmat, 16, seed=1)
+        g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
+        name = f"rmat-{args.rmat}"
+        res = doc["graphs"][name] = measure_graph(g, max(2, repeat // 2))
+        print(f"{name:14} {g.num_edges:>11,} links: step pull "
+              f"{res['pull']['ms_per_step']['median']:.2f} ms, blocked "
+              f"{res['blocked']['ms_per_step']['median']:.2f} ms ({res['step_speedup']:.2f}x); "
+              f"{res['pairs_per_link']:.3f} pairs/link", flush=True)
+    if not args.quick:
+        doc["processes"] = {}
+        for name, path in graphs[:2]:
+            doc["processes"][name] = res = measure_processes(path, repeat)
+            print(f"{name:14} whole process: pull {res['pull']['wall']['median']:.2f} s "
+                  f"(compute {res['pull']['compute']['median']:.3f}), blocked "
+                  f"{res['blocked']['wall']['median']:.2f} s "
+                  f"(compute {res['blocked']['compute']['median']:.3f})", flush=True)
+        print("methods on cnr-2000 (blocked power step):")
+        doc["methods_cnr-2000"] = measure_methods(webrank.load(graphs[0][1]), [0.95, 0.99])
+    write_json(doc, args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
