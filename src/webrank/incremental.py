@@ -69,7 +69,7 @@ frontier global, even when nodes become dangling or stop being dangling.
    first active rows are the out-neighbours (in the new graph) of every source of a
    changed edge (its ``1/out-degree`` changed), the targets of removed edges, and the new
    nodes. Each step recomputes the active rows from the previous iterate (Jacobi, in
-   Numba: :mod:`webrank.kernels.cpu_frontier`) and adds each row's change to its
+   Numba: :mod:`webrank.backends.frontier`) and adds each row's change to its
    not-yet-propagated change ``acc``; rows whose ``acc`` exceeds the frontier tolerance
    ``tau`` activate their out-neighbours for the next step and reset ``acc``. Because
    every recompute reads current values, a row's residual is at most ``alpha`` times the
@@ -120,11 +120,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends import make_operator, resolve_device
+from webrank.backends import device_name, make_operator, resolve_device
+from webrank.backends.frontier import frontier_available, run_frontier
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, _as_id_array, _index_dtype
-from webrank.kernels import cpu_frontier
-from webrank.ranking import _check_scalar_args, _device_name, _distribution
+from webrank.ranking import _check_scalar_args, _distribution
 from webrank.result import PageRankResult
 
 __all__ = ["edit_graph", "update"]
@@ -549,7 +549,7 @@ def update(
         residuals=np.asarray(steps.residuals, dtype=np.float64), elapsed=t4 - t0,
         device=backend, dtype=dtype, method="incremental", criterion=criterion, tol=tol,
         alpha=alpha, matvecs=k, setup_time=t_edit + (t3 - t2),
-        device_name=_device_name(backend), graph=new, info=info)
+        device_name=device_name(backend), graph=new, info=info)
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result
@@ -585,48 +585,19 @@ def _frontier_phase(edit: _Edit, y: np.ndarray, b: np.ndarray, alpha: float, tol
     n = new.n
     stats: dict[str, Any] = {"frontier_sizes": [], "frontier_rows": 0, "frontier_steps": 0,
                              "frontier_tol": None, "residual_bound": float("nan")}
-    if not enabled or not cpu_frontier.HAVE_NUMBA:
+    if not enabled or not frontier_available():
         stats["frontier_stop"] = "disabled" if not enabled else "numba missing"
         return stats
-    vals = new.transition_values()
-    if vals is None:
-        with np.errstate(divide="ignore"):
-            inv_out = np.where(new.dangling, 0.0, 1.0 / new.out_weight)
-        vals = np.zeros(0)
-    else:
-        inv_out = np.where(new.dangling, 0.0, 1.0)
-    ys = y * inv_out
-    acc = np.zeros(n)
-    flag = np.zeros(n, np.uint8)
-    out_indptr, out_targets = _out_csr(new)
-    sources = edit.changed_sources
-    active = cpu_frontier.out_neighbours(out_indptr, out_targets, sources, flag)
-    active = np.union1d(active, np.concatenate(
-        [edit.dst_del, np.arange(edit.graph.n, n)])).astype(np.int64)
-
     total = float(y.sum())  # y is in units of total * x
     if frontier_tol is None:
         frontier_tol = {"l1": 10.0 * tol / n, "l2": 10.0 * tol / np.sqrt(n),
                         "linf": 0.1 * tol}[criterion]
     tau = float(frontier_tol) * total
     stats["frontier_tol"] = tau / total
-    new_vals = np.empty(n)
-    propagate = np.empty(n, bool)
-    held = 0.0  # sum(acc): change computed but not passed on
-    sizes: list[int] = []
-    stop = "empty"
-    while active.size:
-        if active.size > max_fraction * n:
-            stop = "too large"
-            break
-        if len(sizes) >= max_steps:
-            stop = "max_iter"
-            break
-        sizes.append(int(active.size))
-        active, _, held_step = cpu_frontier.frontier_step(
-            new.indptr, new.indices, vals, inv_out, y, ys, b, alpha, active, acc, tau,
-            new_vals, propagate, out_indptr, out_targets, flag)
-        held += held_step
+    run = run_frontier(new, _out_csr(new), y, b, alpha, edit.changed_sources,
+                       np.concatenate([edit.dst_del, np.arange(edit.graph.n, n)]), tau,
+                       max_steps, max_fraction)
+    sizes, stop, held = run.sizes, run.stop, run.held
     stats.update(frontier_sizes=sizes, frontier_rows=int(sum(sizes)),
                  frontier_steps=len(sizes), frontier_stop=stop,
                  # x = y / sum(y): ||G x - x||_1 <= 2 ||r_y||_1 / sum(y) <= 2 alpha held / sum

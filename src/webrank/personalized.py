@@ -53,14 +53,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends import resolve_device
-from webrank.errors import ConvergenceError, DeviceMemoryError
+from webrank.backends import device_name, resolve_device
+from webrank.backends.block import batch_width, make_block_operator
+from webrank.errors import ConvergenceError
 from webrank.graph import Graph
-from webrank.kernels import cpu as kernels
-from webrank.kernels.cpu import HAVE_NUMBA, chunk_bounds, default_chunks
 from webrank.ranking import (
     _check_scalar_args,
-    _device_name,
     _distribution,
     _dtype_name,
     _prepare_graph,
@@ -69,15 +67,8 @@ from webrank.ranking import (
 __all__ = ["PersonalizedConvergenceError", "PersonalizedPageRankResult",
            "personalized_pagerank"]
 
-# CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
-CPU_BATCH_BYTES = 2 * 2**30
-# fraction of free GPU memory (after the graph is uploaded) a batch may use
-GPU_BATCH_FRACTION = 0.8
-MAX_GPU_BLOCK = 256  # columns per GPU block: 8 per lane of a warp (kernels.cuda_ppr)
 # compact the block once at most this fraction of its columns is still active
 COMPACT_BELOW = 0.75
-# False forces the array-module step on the CPU too (tests exercise the GPU's code path)
-_USE_NUMBA = HAVE_NUMBA
 
 
 # -- the result -----------------------------------------------------------------------------
@@ -411,8 +402,8 @@ def personalized_pagerank(
     backend = resolve_device(device)
 
     t0 = time.perf_counter()
-    runner = _make_runner(graph, backend, dtype, alpha, shared_d)
-    width = _batch_width(n, k, np.dtype(dtype).itemsize, backend, batch_size)
+    op = make_block_operator(graph, backend, dtype, alpha, shared_d)
+    width = batch_width(n, k, np.dtype(dtype).itemsize, backend, batch_size)
     t1 = time.perf_counter()
 
     scores = np.empty((n, k)) if top is None else None
@@ -424,12 +415,12 @@ def personalized_pagerank(
 
     def store(col: int, x: Any) -> None:
         """Keep column ``col``'s final iterate ``x`` (a 1-D backend array)."""
-        x = runner.xp.array(x, order="C")  # a copy: the block's buffers are reused
+        x = op.xp.array(x, order="C")  # a copy: the block's buffers are reused
         x /= x.sum()
         if top is None:
-            scores[:, col] = runner.to_host(x)
+            scores[:, col] = op.to_host(x)
         else:
-            top_index[col], top_scores[col] = _top_of_column(runner.xp, x, top)
+            top_index[col], top_scores[col] = _top_of_column(op.xp, x, top)
 
     tol_cmp = tol * tol if criterion == "l2" else tol
     block_steps = column_steps = 0
@@ -437,12 +428,12 @@ def personalized_pagerank(
     for start in batches:
         cols = np.arange(start, min(start + width, k))
         steps, col_steps = _solve_batch(
-            runner, pers[:, cols], cols, tol_cmp=tol_cmp, criterion=criterion,
+            op, pers[:, cols], cols, tol_cmp=tol_cmp, criterion=criterion,
             max_iter=max_iter, iterations=iterations, converged=converged,
             residuals=residuals, store=store)
         block_steps += steps
         column_steps += col_steps
-    runner.synchronize()
+    op.synchronize()
     t2 = time.perf_counter()
     if criterion == "l2":
         residuals = np.sqrt(residuals)
@@ -454,9 +445,9 @@ def personalized_pagerank(
         top_scores=top_scores, iterations=iterations, converged=converged,
         residuals=residuals, elapsed=t2 - t1, setup_time=t1 - t0, batch_size=width,
         num_batches=len(batches), block_steps=block_steps, column_steps=column_steps,
-        device=backend, device_name=_device_name(backend), dtype=dtype,
+        device=backend, device_name=device_name(backend), dtype=dtype,
         criterion=criterion, tol=tol, alpha=float(alpha), graph=graph,
-        info={"kernel": runner.kernel},
+        info={"kernel": op.kernel},
     )
     if raise_on_nonconvergence and not result.all_converged:
         raise PersonalizedConvergenceError(result)
@@ -525,7 +516,7 @@ def personalization_matrix(graph: Graph, seeds: Any) -> sp.csc_array:
 
 
 # -- the batch loop, written once against the array module ------------------------------------
-def _solve_batch(runner, pers: sp.csc_array, cols: np.ndarray, *, tol_cmp: float,
+def _solve_batch(op, pers: sp.csc_array, cols: np.ndarray, *, tol_cmp: float,
                  criterion: str, max_iter: int, iterations, converged, residuals,
                  store) -> tuple[int, int]:
     """Power steps on one batch until every column converged or ``max_iter``.
@@ -534,12 +525,12 @@ def _solve_batch(runner, pers: sp.csc_array, cols: np.ndarray, *, tol_cmp: float
     converges; converged columns leave the block once a quarter of it has converged.
     Returns (block products, columns carried through them).
     """
-    block = runner.start(pers)
+    block = op.start(pers)
     active = cols.copy()  # original column of each block column
     done = np.zeros(active.size, dtype=bool)  # converged columns still in the block
     steps = col_steps = 0
     while steps < max_iter and active.size:
-        res = runner.step(block, criterion)
+        res = op.step(block, criterion)
         steps += 1
         col_steps += active.size
         live = ~done
@@ -554,388 +545,14 @@ def _solve_batch(runner, pers: sp.csc_array, cols: np.ndarray, *, tol_cmp: float
             return steps, col_steps
         if done.any() and (~done).sum() <= COMPACT_BELOW * done.size:
             keep = np.flatnonzero(~done)
-            runner.compact(block, keep)
+            op.compact(block, keep)
             active, done = active[keep], done[keep]
     for q in np.flatnonzero(~done):  # max_iter reached (or max_iter = 0)
         store(int(active[q]), block.x[:, q])
     return steps, col_steps
 
 
-@dataclass
-class _Block:
-    """The state of one batch: iterate, gathered block, per-column terms."""
-
-    x: Any  # (n, b) float64 iterate
-    g: Any  # (n, b) dtype: x / out (plain steps) or (x - x_prev) / out (delta steps)
-    pers: sp.csc_array  # host n×b personalization columns
-    vdev: Any  # the personalization on the device (runner-specific form)
-    dmass: np.ndarray  # (b,) dangling mass of what g was built from
-    mass: np.ndarray  # (b,) total mass of what g was built from (delta steps)
-    delta: bool = False
-    dense_v: np.ndarray | None = None  # the column of a one-column block, as a vector
-
-
-class _Runner:
-    """One graph on one backend: block start, step and compaction (shared logic)."""
-
-    kernel = "?"
-
-    def __init__(self, graph: Graph, xp: Any, dtype: str, alpha: float,
-                 shared_d: np.ndarray | None, order: str) -> None:
-        self.graph = graph
-        self.xp = xp
-        self.n = graph.n
-        self.dtype = np.dtype(dtype)
-        self.alpha = float(alpha)
-        self.order = order
-        self.delta_steps = self.dtype == np.float32
-        self.d = None if shared_d is None else xp.asarray(shared_d)
-
-    def to_host(self, a: Any) -> np.ndarray:
-        return np.asarray(a)
-
-    def synchronize(self) -> None:
-        return None
-
-    def start(self, pers: sp.csc_array) -> _Block:
-        xp, n, b = self.xp, self.n, pers.shape[1]
-        x = xp.full((n, b), 1.0 / n, order=self.order)
-        g = xp.empty((n, b), dtype=self.dtype, order=self.order)
-        xp.multiply(x, self.inv_out[:, None], out=g, casting="unsafe")
-        dm = float(self.graph.dangling.sum()) / n
-        return _Block(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
-                      dmass=np.full(b, dm), mass=np.ones(b))
-
-    def coefficients(self, block: _Block) -> tuple[np.ndarray, np.ndarray]:
-        """Per-column factors of the teleport term v_c and of the dangling term d_c.
-
-        Applied as ``alpha * P^T g + cd * d + cv * v``, in pagerank's kernel's order, so
-        a column's arithmetic is the same whatever its batch or kernel.
-        """
-        a = self.alpha
-        if block.delta:  # the change obeys D' = a (P^T D + m(D) d); drop rounding mass
-            cv = -a * block.mass
-            cd = a * block.dmass
-        else:
-            cv = np.full(block.mass.size, 1.0 - a)
-            cd = a * block.dmass
-        return cv, cd
-
-    def after_step(self, block: _Block, x_new: Any, dmass, mass) -> None:
-        """Bookkeeping after a step to ``x_new`` (``dmass``/``mass``: of the step's output)."""
-        block.dmass, block.mass = dmass, mass
-        if self.delta_steps and not block.delta:
-            # switch to delta steps: from now on gather (x_k - x_{k-1}) / out
-            d1 = x_new - block.x
-            self.xp.multiply(d1, self.inv_out[:, None], out=block.g, casting="unsafe")
-            block.dmass = self.to_host(d1[self.dangling_idx].sum(axis=0))
-            block.mass = self.to_host(d1.sum(axis=0))
-            block.delta = True
-        block.x = x_new
-
-    def compact(self, block: _Block, keep: np.ndarray) -> None:
-        xp = self.xp
-        k_dev = xp.asarray(keep)
-        block.x = xp.array(block.x[:, k_dev], order=self.order)
-        block.g = xp.array(block.g[:, k_dev], order=self.order)
-        block.pers = sp.csc_array(block.pers[:, keep])
-        block.vdev = self.upload_pers(block.pers)
-        block.dmass, block.mass = block.dmass[keep], block.mass[keep]
-        block.dense_v = None
-
-
-class _NumbaRunner(_Runner):
-    """CPU: the fused Numba step over a row-major block."""
-
-    kernel = "numba"
-
-    def __init__(self, graph, dtype, alpha, shared_d) -> None:
-        super().__init__(graph, np, dtype, alpha, shared_d, "C")
-        vals = graph.transition_values()
-        if vals is None:
-            with np.errstate(divide="ignore"):
-                self.inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
-            self.vals = np.zeros(0, dtype=self.dtype)
-        else:  # weighted: the edge values hold 1/out-weight already
-            self.inv_out = np.where(graph.dangling, 0.0, 1.0)
-            self.vals = vals.astype(self.dtype)
-        self.dangling_idx = np.flatnonzero(graph.dangling)
-        self.bounds = chunk_bounds(graph.indptr, default_chunks())
-        self.d_arg = np.zeros(0) if self.d is None else self.d
-        self._out: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-    def upload_pers(self, pers: sp.csc_array) -> sp.csr_array:
-        m = sp.csr_array(pers)  # rows = nodes: the kernel adds row i's entries
-        m.sort_indices()
-        return m
-
-    def step(self, block: _Block, criterion: str) -> np.ndarray:
-        b = block.x.shape[1]
-        key = (b,)
-        if key not in self._out:  # the output buffers: the previous block's, reused
-            self._out = {key: (np.empty_like(block.x), np.empty_like(block.g))}
-        x_out, g_out = self._out[key]
-        if b == 1:
-            res, dmass, mass = self._single_step(block, criterion, x_out, g_out)
-            self._out[key] = (block.x, block.g)
-            block.g = g_out
-            self.after_step(block, x_out, dmass, mass)
-            return res
-        cv, cd = self.coefficients(block)
-        # (quantity, column, chunk): each column's chunk sums are added along a
-        # contiguous row, in the order NumPy adds pagerank's chunk sums (pairwise)
-        partial = np.zeros((3, b, self.bounds.size - 1))
-        v = block.vdev
-        _block_step_numba(self.graph.indptr, self.graph.indices, self.vals, block.g, block.x,
-                          v.indptr, v.indices, v.data, cv, self.d_arg, cd, self.inv_out,
-                          self.alpha, block.delta, _CRIT[criterion], self.bounds, x_out,
-                          g_out, partial)
-        res = partial[0].max(axis=1) if criterion == "linf" else partial[0].sum(axis=1)
-        # the old buffers become the next step's outputs
-        self._out[key] = (block.x, block.g)
-        x_new, block.g = x_out, g_out
-        self.after_step(block, x_new, partial[1].sum(axis=1), partial[2].sum(axis=1))
-        return res
-
-    def _single_step(self, block, criterion, x_out, g_out):
-        """A one-column block: pagerank's own scalar fused kernel (faster than the block
-        kernel at width 1, whose column loops then cost more than they share)."""
-        if block.dense_v is None:
-            block.dense_v = block.pers[:, [0]].toarray().ravel()
-        v = block.dense_v
-        d = v if self.d is None else self.d
-        partial = np.zeros((self.bounds.size - 1, 3))
-        g = self.graph
-        res, dmass, mass = kernels.fused_step(
-            g.indptr, g.indices, self.vals, block.g[:, 0], block.x[:, 0], v, d, self.inv_out,
-            self.alpha, float(block.dmass[0]), float(block.mass[0]), _CRIT[criterion],
-            block.delta, self.bounds, x_out[:, 0], g_out[:, 0], partial)
-        return np.array([res]), np.array([dmass]), np.array([mass])
-
-    def compact(self, block: _Block, keep: np.ndarray) -> None:
-        super().compact(block, keep)
-        self._out = {}
-
-
-class _ArrayRunner(_Runner):
-    """``csr @ block`` (SciPy) + array operations: the CPU step without Numba."""
-
-    kernel = "spmm"
-
-    def __init__(self, graph, xp, dtype, alpha, shared_d, matrix, inv_out, dangling_idx,
-                 order) -> None:
-        super().__init__(graph, xp, dtype, alpha, shared_d, order)
-        self.matrix = matrix
-        self.inv_out = inv_out
-        self.dangling_idx = dangling_idx
-
-    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
-        coo = sp.coo_array(pers)
-        xp = self.xp
-        return (xp.asarray(coo.row.astype(np.int64)), xp.asarray(coo.col.astype(np.int64)),
-                xp.asarray(coo.data))
-
-    def step(self, block: _Block, criterion: str) -> np.ndarray:
-        xp, a = self.xp, self.alpha
-        cv, cd = self.coefficients(block)
-        t = self.matrix @ block.g
-        t = t.astype(np.float64, copy=False) if t.dtype != np.float64 else t
-        t *= a
-        if self.d is not None:
-            t += self.d[:, None] * xp.asarray(cd)[None, :]
-        rows, cols, vals = block.vdev
-        # (row, col) pairs are unique (summed duplicates), so += by fancy index is exact
-        if self.d is None:  # d_c = v_c
-            t[rows, cols] += vals * xp.asarray(cd)[cols]
-        t[rows, cols] += vals * xp.asarray(cv)[cols]
-        if block.delta:
-            diff = t
-            x_new = block.x + t
-        else:
-            diff = t - block.x
-            x_new = t
-        if criterion == "l1":
-            res = xp.abs(diff).sum(axis=0)
-        elif criterion == "l2":
-            res = (diff * diff).sum(axis=0)
-        else:
-            res = xp.abs(diff).max(axis=0)
-        # residual, dangling mass and mass per column: one device-to-host copy per step
-        stats = self.to_host(xp.stack([res, t[self.dangling_idx].sum(axis=0),
-                                       t.sum(axis=0)]))
-        xp.multiply(t, self.inv_out[:, None], out=block.g, casting="unsafe")
-        self.after_step(block, x_new, stats[1], stats[2])
-        return stats[0]
-
-
-class _FusedGPURunner(_Runner):
-    """GPU: the fused block step of :mod:`webrank.kernels.cuda_ppr` over a row-major block
-    (one warp per row or long-row segment; index read once for all columns)."""
-
-    kernel = "cuda-fused"
-
-    def __init__(self, graph, dtype, alpha, shared_d, csr, vals) -> None:
-        import cupy as cp
-
-        from webrank.backends.gpu import _host
-        from webrank.kernels import cuda_ppr
-
-        super().__init__(graph, cp, dtype, alpha, shared_d, "C")
-        self.csr, self.vals = csr, vals
-        self.weighted = vals is not None
-        self.inv_out = csr["inv_out"]
-        self.dangling_idx = cp.flatnonzero(csr["dangling"])
-        self._cuda = cuda_ppr
-        indptr = _host(graph.indptr).astype(np.int64)
-        self._ip = graph.indptr.dtype
-        self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
-        self._scratch = None
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self._grid = int(min(max(1, -(-self._items["n"] // 8)), sms * 16))
-        self._out: dict[tuple, tuple[Any, Any]] = {}
-
-    def to_host(self, a: Any) -> np.ndarray:
-        return self.xp.asnumpy(a)
-
-    def synchronize(self) -> None:
-        self.xp.cuda.get_current_stream().synchronize()
-
-    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
-        m = sp.csr_array(pers)  # rows = nodes: a row's warp adds its own entries
-        m.sort_indices()
-        cp = self.xp
-        return (cp.asarray(m.indptr.astype(self._ip)), cp.asarray(m.indices.astype(np.int32)),
-                cp.asarray(m.data.astype(np.float64)))
-
-    def step(self, block: _Block, criterion: str) -> np.ndarray:
-        cp, it = self.xp, self._items
-        b = block.x.shape[1]
-        if self._scratch is None or self._scratch.size < it["nlong"] * b:
-            self._scratch = cp.zeros(max(it["nlong"] * b, 1))  # cleared by the kernel
-        key = (b,)
-        if key not in self._out:  # the previous step's buffers become the outputs
-            self._out = {key: (cp.empty_like(block.x), cp.empty_like(block.g))}
-        x_out, g_out = self._out[key]
-        cv, cd = self.coefficients(block)
-        coef = cp.asarray(np.concatenate([cv, cd]))
-        acc = cp.zeros(3 * b)
-        shared = self.d is not None
-        kernel = self._cuda.get_kernel(self._ip.name, self.csr["indices"].dtype.name,
-                                       self.dtype.name, self.weighted,
-                                       self._cuda.columns_per_lane(b))
-        vptr, vcol, vval = block.vdev
-        kernel((self._grid,), (256,),
-               (np.int64(it["n"]), it["row"], it["begin"], it["end"], it["slot"],
-                it["nseg"], self._scratch, it["count"], np.int32(b), self.csr["indices"],
-                self.vals if self.weighted else g_out, block.g, block.x, vptr, vcol, vval,
-                coef[:b], coef[b:], np.int32(shared), self.d if shared else coef,
-                self.inv_out, np.float64(self.alpha), np.int32(block.delta),
-                np.int32(_CRIT[criterion]), x_out, g_out, acc),
-               shared_mem=3 * b * 8)
-        stats = self.to_host(acc).reshape(3, b)  # the one synchronisation per step
-        self._out[key] = (block.x, block.g)
-        block.g = g_out
-        self.after_step(block, x_out, stats[1], stats[2])
-        return stats[0]
-
-    def compact(self, block: _Block, keep: np.ndarray) -> None:
-        super().compact(block, keep)
-        self._out = {}
-
-
-def _work_items(indptr: np.ndarray, segment: int, cp: Any, ip: np.dtype) -> dict[str, Any]:
-    """One work item per row of at most ``segment`` in-links, else one per segment; a
-    cut row gets a slot (its scratch row and counter) shared by its segments."""
-    deg = np.diff(indptr)
-    nseg = np.maximum(1, -(-deg // segment))
-    row = np.repeat(np.arange(deg.size, dtype=np.int64), nseg)
-    first = np.cumsum(nseg) - nseg
-    within = np.arange(row.size) - np.repeat(first, nseg)
-    begin = indptr[:-1][row] + within * segment
-    end = np.minimum(begin + segment, indptr[1:][row])
-    long_rows = np.flatnonzero(nseg > 1)
-    slot_of_row = np.full(deg.size, -1, dtype=np.int32)
-    slot_of_row[long_rows] = np.arange(long_rows.size, dtype=np.int32)
-    return {"n": int(row.size), "row": cp.asarray(row), "begin": cp.asarray(begin.astype(ip)),
-            "end": cp.asarray(end.astype(ip)), "slot": cp.asarray(slot_of_row[row]),
-            "nseg": cp.asarray(nseg[long_rows].astype(np.int32)),
-            "count": cp.zeros(max(long_rows.size, 1), dtype=np.int32),
-            "nlong": int(long_rows.size)}
-
-
-_CRIT = {"l1": 0, "l2": 1, "linf": 2}
-
-
-def _make_runner(graph: Graph, backend: str, dtype: str, alpha: float,
-                 shared_d: np.ndarray | None) -> _Runner:
-    if backend == "gpu":
-        return _gpu_runner(graph, dtype, alpha, shared_d)
-    if _USE_NUMBA:
-        return _NumbaRunner(graph, dtype, alpha, shared_d)
-    vals = graph.transition_values()
-    data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)
-    matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
-    if vals is None:
-        with np.errstate(divide="ignore"):
-            inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
-    else:
-        inv_out = np.where(graph.dangling, 0.0, 1.0)
-    return _ArrayRunner(graph, np, dtype, alpha, shared_d, matrix, inv_out,
-                        np.flatnonzero(graph.dangling), "C")
-
-
-def _gpu_runner(graph: Graph, dtype: str, alpha: float, shared_d) -> _Runner:
-    """The fused block step on the device CSR of the GPU backend's per-graph cache."""
-    import cupy as cp
-
-    from webrank.backends.gpu import _on_device, _upload_csr
-
-    n, m = graph.n, graph.num_edges
-    isz = np.dtype(dtype).itemsize
-    csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
-    g = _on_device(graph, ("csr",), csr_bytes + 17 * n, lambda: _upload_csr(graph))
-    tv = graph.transition_values()
-    vals = None if tv is None else _on_device(  # the same key as GPUOperator's
-        graph, ("vals", np.dtype(dtype).name), m * isz, lambda: cp.asarray(tv.astype(dtype)))
-    return _FusedGPURunner(graph, dtype, alpha, shared_d, g, vals)
-
-
 # -- batch sizing and top lists ---------------------------------------------------------------
-def _batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | None) -> int:
-    """Columns per batch: ``batch_size``, or as many as the memory budget holds (the
-    graph is already on the device, so free GPU memory is what the blocks may use)."""
-    # the GPU kernel takes blocks of up to MAX_GPU_BLOCK columns (8 per lane of a warp)
-    cap = k if backend != "gpu" else min(k, MAX_GPU_BLOCK)
-    if batch_size is not None:
-        return int(min(batch_size, cap))
-    if backend == "gpu":
-        import cupy as cp
-
-        free, _total = cp.cuda.runtime.memGetInfo()
-        free += cp.get_default_memory_pool().free_bytes()
-        budget = int(GPU_BATCH_FRACTION * free)
-        # x and x_out (float64), g and g_out, a long row's scratch (at most n/512 rows)
-        per_column = n * (2 * 8 + 2 * itemsize + 1)
-        if budget < per_column:
-            raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
-    else:
-        budget = min(CPU_BATCH_BYTES, _available_ram() // 4)
-        per_column = n * (2 * 8 + 2 * itemsize)  # x, x_out (float64) + g, g_out
-    return int(max(1, min(cap, budget // per_column)))
-
-
-def _available_ram() -> int:
-    """Available memory in bytes (Linux: MemAvailable), or 8 GiB when it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 8 * 2**30
-
-
 def _top_of_column(xp: Any, x: Any, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and values of the ``count`` largest entries of a 1-D array (host arrays),
     best first, ties broken by node index (as :meth:`PageRankResult.top`)."""
@@ -963,98 +580,3 @@ def _is_node(graph: Graph, label: Any) -> bool:
 
 def _py(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
-
-
-# -- the CPU kernel -------------------------------------------------------------------------
-if HAVE_NUMBA:
-    from numba import njit, prange
-
-    @njit(parallel=True, cache=True, fastmath=False)
-    def _block_step_numba(indptr, indices, vals, g, x, vptr, vcol, vval, coef_v, d, coef_d,
-                          inv_out, alpha, delta, crit, bounds, x_out, g_out,
-                          partial):  # pragma: no cover - compiled
-        """One fused step of a row-major block: for every row i and column q,
-
-        t = alpha * sum_{j -> i} val(j,i) g[j,q] + coef_d[q] d[i,q] + coef_v[q] v[i,q];
-        (d[i,q] = v[i,q] when ``d`` is empty, else the shared d[i]);
-        x_out = t (or x + t in delta steps); g_out = t * inv_out[i].
-        ``partial[:, q, c]`` gets chunk c's residual, dangling mass and mass of t in column q.
-        Branches are hoisted out of the column loops so those stay plain vector loops.
-        """
-        b = x.shape[1]
-        weighted = vals.size > 0
-        shared_d = d.size > 0
-        for c in prange(bounds.size - 1):
-            acc = np.zeros(b)
-            odd = np.zeros(b)
-            res = np.zeros(b)
-            dmass = np.zeros(b)
-            tmass = np.zeros(b)
-            for i in range(bounds[c], bounds[c + 1]):
-                for q in range(b):
-                    acc[q] = 0.0
-                    odd[q] = 0.0
-                # even and odd links in two sums, as the scalar kernel's row_sum adds them
-                e = indptr[i]
-                end = indptr[i + 1]
-                while e + 1 < end:
-                    j0 = indices[e]
-                    j1 = indices[e + 1]
-                    if weighted:
-                        w0 = np.float64(vals[e])
-                        w1 = np.float64(vals[e + 1])
-                        for q in range(b):
-                            acc[q] += w0 * g[j0, q]
-                            odd[q] += w1 * g[j1, q]
-                    else:
-                        for q in range(b):
-                            acc[q] += g[j0, q]
-                            odd[q] += g[j1, q]
-                    e += 2
-                if e < end:
-                    j0 = indices[e]
-                    w0 = np.float64(vals[e]) if weighted else 1.0
-                    for q in range(b):
-                        acc[q] += w0 * g[j0, q] if weighted else g[j0, q]
-                for q in range(b):
-                    acc[q] = alpha * (acc[q] + odd[q])
-                if shared_d:
-                    di = d[i]
-                    for q in range(b):
-                        acc[q] += coef_d[q] * di
-                for e2 in range(vptr[i], vptr[i + 1]):
-                    col = vcol[e2]
-                    if not shared_d:  # d_c = v_c
-                        acc[col] += coef_d[col] * vval[e2]
-                    acc[col] += coef_v[col] * vval[e2]
-                s = inv_out[i]
-                for q in range(b):
-                    g_out[i, q] = acc[q] * s
-                    tmass[q] += acc[q]
-                if s == 0.0:
-                    for q in range(b):
-                        dmass[q] += acc[q]
-                # acc becomes the change of each column: t in delta steps, t - x otherwise
-                if delta:
-                    for q in range(b):
-                        x_out[i, q] = x[i, q] + acc[q]
-                else:
-                    for q in range(b):
-                        x_out[i, q] = acc[q]
-                        acc[q] -= x[i, q]
-                if crit == 0:
-                    for q in range(b):
-                        res[q] += abs(acc[q])
-                elif crit == 1:
-                    for q in range(b):
-                        res[q] += acc[q] * acc[q]
-                else:
-                    for q in range(b):
-                        res[q] = max(res[q], abs(acc[q]))
-            for q in range(b):
-                partial[0, q, c] = res[q]
-                partial[1, q, c] = dmass[q]
-                partial[2, q, c] = tmass[q]
-
-else:  # pragma: no cover - without numba the array-module step runs
-    _block_step_numba = None

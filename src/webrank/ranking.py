@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import inspect
 import os
-import platform
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from webrank.backends import CRITERIA, DEVICES, gpu_name, make_operator, resolve_device
+from webrank.backends import CRITERIA, DEVICES, device_name, make_operator, resolve_device
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.result import PageRankResult
@@ -190,7 +189,7 @@ def pagerank(
         alpha=alpha,
         matvecs=out.matvecs,
         setup_time=t1 - t0,
-        device_name=_device_name(backend),
+        device_name=device_name(backend),
         graph=graph,
         info={**op.info, **out.info},
     )
@@ -347,11 +346,3 @@ def _distribution(spec: Any, graph: Graph, what: str) -> np.ndarray | None:
     return vec / total
 
 
-def _device_name(backend: str) -> str:
-    if backend == "gpu":
-        return gpu_name() or "GPU"
-    from webrank.kernels.cpu import num_threads
-
-    # platform.machine(), not processor(): on Linux processor() runs `uname -p` in a
-    # subprocess (~15 ms of every first call) and mostly answers "" or the machine anyway
-    return f"{platform.machine()} CPU, {num_threads()} threads"

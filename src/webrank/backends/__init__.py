@@ -7,6 +7,7 @@ CuPy is imported only here, lazily, so webrank works on machines without it.
 from __future__ import annotations
 
 import functools
+import platform
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "DEVICES",
     "PageRankOperator",
     "StepsResult",
+    "device_name",
     "gpu_available",
     "gpu_name",
     "make_operator",
@@ -71,6 +73,17 @@ def _device_name(device_id: int) -> str:
 
     name = cupy.cuda.runtime.getDeviceProperties(device_id)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def device_name(backend: str) -> str:
+    """What a result names as its device: the GPU's name, or the CPU and its threads."""
+    if backend == "gpu":
+        return gpu_name() or "GPU"
+    from webrank.kernels.cpu import num_threads
+
+    # platform.machine(), not processor(): on Linux processor() runs `uname -p` in a
+    # subprocess (~15 ms of every first call) and mostly answers "" or the machine anyway
+    return f"{platform.machine()} CPU, {num_threads()} threads"
 
 
 def resolve_device(device: str) -> str:

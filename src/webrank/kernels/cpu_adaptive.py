@@ -24,6 +24,8 @@ from webrank.kernels.cpu import HAVE_NUMBA, chunk_bounds
 if HAVE_NUMBA:
     from numba import njit, prange
 
+    from webrank.kernels.cpu_numba import row_sum
+
     @njit(parallel=True, cache=True, fastmath=False)
     def _adaptive_step_numba(
         indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, theta, rows, bounds,
@@ -32,19 +34,12 @@ if HAVE_NUMBA:
         nchunks = bounds.size - 1
         uniform_v = v.size == 1
         uniform_d = d.size == 1
-        weighted = vals.size > 0
         for c in prange(nchunks):
             res = 0.0
             ddm = 0.0
             for r in range(bounds[c], bounds[c + 1]):
                 i = rows[r]
-                acc = 0.0
-                if weighted:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        acc += vals[k] * xs[indices[k]]
-                else:
-                    for k in range(indptr[i], indptr[i + 1]):
-                        acc += xs[indices[k]]
+                acc = row_sum(indptr, indices, vals, xs, i)
                 vi = v[0] if uniform_v else v[i]
                 di = d[0] if uniform_d else d[i]
                 t = alpha * acc + alpha * dm * di + (1.0 - alpha) * vi

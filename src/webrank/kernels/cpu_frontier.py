@@ -38,23 +38,17 @@ PARALLEL_ROWS = 4096  # active rows from which a frontier step uses all threads
 
 
 if HAVE_NUMBA:
+    from webrank.kernels.cpu_numba import row_sum
 
     def _frontier_step_body(indptr, indices, vals, inv_out, y, ys, b, alpha, active, acc, tau,
                             new_vals, propagate, out_indptr, out_indices,
                             flag):  # pragma: no cover - compiled
         na = active.size
-        weighted = vals.size > 0
         uniform_b = b.size == 1
         # pass 1: new values from the previous iterate (Jacobi)
         for t in prange(na):
             i = active[t]
-            s = 0.0
-            if weighted:
-                for k in range(indptr[i], indptr[i + 1]):
-                    s += vals[k] * ys[indices[k]]
-            else:
-                for k in range(indptr[i], indptr[i + 1]):
-                    s += ys[indices[k]]
+            s = row_sum(indptr, indices, vals, ys, i)
             new_vals[t] = alpha * s + (b[0] if uniform_b else b[i])
         # pass 2: commit, account for the change, mark the out-neighbours of propagating
         # rows (every writer stores 1, so the unsynchronised flag writes are benign)

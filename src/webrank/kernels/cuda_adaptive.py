@@ -53,29 +53,11 @@ __device__ __forceinline__ void wr_adaptive_update(
 __device__ __forceinline__ void wr_adaptive_flush(double res, double ddm, const int crit,
                                                   double* __restrict__ acc_out)
 {
-    __shared__ double s_res[32], s_ddm[32];
-    for (int off = 16; off > 0; off >>= 1) {
-        const double r2 = __shfl_down_sync(0xffffffffu, res, off);
-        res = (crit == 2) ? fmax(res, r2) : res + r2;
-        ddm += __shfl_down_sync(0xffffffffu, ddm, off);
-    }
-    const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
-    if (wl == 0) { s_res[warp] = res; s_ddm[warp] = ddm; }
-    __syncthreads();
-    if (warp == 0) {
-        const int nw = blockDim.x / 32;
-        res = wl < nw ? s_res[wl] : 0.0;
-        ddm = wl < nw ? s_ddm[wl] : 0.0;
-        for (int off = 16; off > 0; off >>= 1) {
-            const double r2 = __shfl_down_sync(0xffffffffu, res, off);
-            res = (crit == 2) ? fmax(res, r2) : res + r2;
-            ddm += __shfl_down_sync(0xffffffffu, ddm, off);
-        }
-        if (wl == 0) {
-            if (crit == 2) wr_atomic_max_nonneg(&acc_out[0], res);
-            else atomicAdd(&acc_out[0], res);
-            atomicAdd(&acc_out[2], ddm);
-        }
+    wr_block_reduce2<double>(res, ddm, crit);
+    if (threadIdx.x == 0) {
+        if (crit == 2) wr_atomic_max_nonneg(&acc_out[0], res);
+        else atomicAdd(&acc_out[0], res);
+        atomicAdd(&acc_out[2], ddm);
     }
 }
 

@@ -102,7 +102,6 @@ __device__ __forceinline__ void wr_scatter_tile(
 // the gathered vector (a source adds at most |x_j| to any row), so messages are scaled by
 // 2**62 / B: no overflow, and a rounding of B * 2**-63 per message (relative 1e-11 for a
 // row of average weight on a graph of 67M nodes, far below float32's 6e-8).
-typedef unsigned long long u64;
 #define WR_NONE 0xffffffffu
 
 __device__ __forceinline__ long long wr_quantize(const double v, const double scale) {

@@ -9,7 +9,8 @@
   the row's share of the residual, dangling mass and mass — for the three step modes;
 * ``wr_block_accumulate``: the block reduction of those sums (max for the per-node
   criterion) into one row of the step history (``ACC_WIDTH`` values: residual, dangling
-  mass, mass, L1 norm), one atomic per value per block.
+  mass, mass, L1 norm), one atomic per value per block; ``wr_block_reduce2``, the same
+  for a residual and one other sum (the adaptive and fixed-point kernels).
 
 Step modes (``WR_PLAIN``, ``WR_DELTA``, ``WR_FIRST_DELTA``): a plain step maps ``x`` to
 ``x' = G x``; a delta step maps the change ``D = x - x_prev`` to ``D' = alpha (P^T D +
@@ -31,6 +32,7 @@ ACC_WIDTH = 4
 
 COMMON = r"""
 typedef long long i64;
+typedef unsigned long long u64;
 #define WR_PLAIN 0
 #define WR_DELTA 1
 #define WR_FIRST_DELTA 2
@@ -95,6 +97,34 @@ __device__ __forceinline__ void wr_finish_row(
     if (crit == 0) res += diff;
     else if (crit == 1) res += diff * diff;
     else res = fmax(res, diff);
+}
+
+// Block reduction of a step's residual (max under crit 2, else sum) and one more sum of
+// type T (double, or u64 for fixed-point masses): the totals end in thread 0 of the block,
+// which adds them where the caller keeps them. Every thread of the block must call it.
+template <typename T>
+__device__ __forceinline__ void wr_block_reduce2(double& res, T& other, const int crit)
+{
+    __shared__ double s_res[32];
+    __shared__ T s_other[32];
+    for (int off = 16; off > 0; off >>= 1) {
+        const double r2 = __shfl_down_sync(0xffffffffu, res, off);
+        res = (crit == 2) ? fmax(res, r2) : res + r2;
+        other += __shfl_down_sync(0xffffffffu, other, off);
+    }
+    const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
+    if (wl == 0) { s_res[warp] = res; s_other[warp] = other; }
+    __syncthreads();
+    if (warp == 0) {
+        const int nw = blockDim.x / 32;
+        res = wl < nw ? s_res[wl] : 0.0;     // residuals are >= 0: 0 is max's identity too
+        other = wl < nw ? s_other[wl] : (T)0;
+        for (int off = 16; off > 0; off >>= 1) {
+            const double r2 = __shfl_down_sync(0xffffffffu, res, off);
+            res = (crit == 2) ? fmax(res, r2) : res + r2;
+            other += __shfl_down_sync(0xffffffffu, other, off);
+        }
+    }
 }
 
 // Block reduction of (res, dmass, tmass, amass) added to acc_out[0..3] (max for the

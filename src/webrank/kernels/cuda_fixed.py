@@ -21,11 +21,9 @@ A step whose predecessor's residual is below ``tol_cmp`` returns at once (its ro
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
 
-SOURCE = r"""
-typedef long long i64;
-typedef unsigned long long u64;
+SOURCE = COMMON + r"""
 
 template <int PRODUCT>
 __device__ __forceinline__ u64 wr_mulfrac(const u64 a, const u64 f) {
@@ -34,10 +32,6 @@ __device__ __forceinline__ u64 wr_mulfrac(const u64 a, const u64 f) {
         return (u64)__dadd_rn(p, 0.5);      // round half up, as the CPU kernel
     }
     return __umul64hi(a, f) + ((a * f) >> 63);
-}
-
-__device__ __forceinline__ void wr_fixed_atomic_max(double* addr, double v) {
-    atomicMax(reinterpret_cast<u64*>(addr), (u64)__double_as_longlong(v));
 }
 
 template <int PRODUCT>
@@ -147,30 +141,11 @@ __global__ void wr_fixed_step(
             else res = fmax(res, fd);
         }
     }
-    __shared__ double s_res[32];
-    __shared__ u64 s_dm[32];
-    for (int off = 16; off > 0; off >>= 1) {
-        const double r2 = __shfl_down_sync(0xffffffffu, res, off);
-        res = (crit == 2) ? fmax(res, r2) : res + r2;
-        dmass += __shfl_down_sync(0xffffffffu, dmass, off);
-    }
-    const int warp = threadIdx.x / 32, wl = threadIdx.x % 32;
-    if (wl == 0) { s_res[warp] = res; s_dm[warp] = dmass; }
-    __syncthreads();
-    if (warp == 0) {
-        const int nw = blockDim.x / 32;
-        res = wl < nw ? s_res[wl] : 0.0;
-        dmass = wl < nw ? s_dm[wl] : 0;
-        for (int off = 16; off > 0; off >>= 1) {
-            const double r2 = __shfl_down_sync(0xffffffffu, res, off);
-            res = (crit == 2) ? fmax(res, r2) : res + r2;
-            dmass += __shfl_down_sync(0xffffffffu, dmass, off);
-        }
-        if (wl == 0) {
-            if (crit == 2) wr_fixed_atomic_max(res_out, res);
-            else atomicAdd(res_out, res);
-            atomicAdd(dm_out, dmass);
-        }
+    wr_block_reduce2<u64>(res, dmass, crit);
+    if (threadIdx.x == 0) {
+        if (crit == 2) wr_atomic_max_nonneg(res_out, res);
+        else atomicAdd(res_out, res);
+        atomicAdd(dm_out, dmass);
     }
 }
 """

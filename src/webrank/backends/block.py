@@ -1,0 +1,312 @@
+"""Block operators: the power step of k PageRank vectors at once, per device.
+
+:func:`webrank.personalized_pagerank` solves k personalizations as one n×k block ``X``;
+a block operator owns the block's device arrays and runs its steps (see
+:mod:`webrank.personalized` for the math). Three implementations, one interface
+(:class:`BlockOperator`: ``start``, ``step``, ``compact``):
+
+* :class:`CPUBlockOperator`: the fused Numba step (:mod:`webrank.kernels.cpu_ppr`) over a
+  row-major block; a one-column block runs pagerank's own scalar step
+  (:func:`webrank.kernels.cpu.fused_step`), so a column's arithmetic is the same whatever
+  its batch;
+* :class:`ArrayBlockOperator`: ``csr @ block`` (SciPy) and array operations, the CPU step
+  without Numba;
+* :class:`~webrank.backends.gpu_block.GPUBlockOperator`: the fused CUDA step
+  (:mod:`webrank.kernels.cuda_ppr`).
+
+:func:`make_block_operator` picks one; :func:`batch_width` sizes the batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from webrank.errors import DeviceMemoryError
+from webrank.graph import Graph
+from webrank.kernels import cpu as kernels
+from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
+
+__all__ = ["ArrayBlockOperator", "Block", "BlockOperator", "CPUBlockOperator",
+           "batch_width", "make_block_operator"]
+
+# CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
+CPU_BATCH_BYTES = 2 * 2**30
+# fraction of free GPU memory (after the graph is uploaded) a batch may use
+GPU_BATCH_FRACTION = 0.8
+MAX_GPU_BLOCK = 256  # columns per GPU block: 8 per lane of a warp (kernels.cuda_ppr)
+# None: the Numba step where Numba imports; False forces the array step on the CPU too
+# (tests run the GPU's array code path with it)
+USE_NUMBA: bool | None = None
+
+
+@dataclass
+class Block:
+    """The state of one batch: iterate, gathered block, per-column terms."""
+
+    x: Any  # (n, b) float64 iterate
+    g: Any  # (n, b) dtype: x / out (plain steps) or (x - x_prev) / out (delta steps)
+    pers: sp.csc_array  # host n×b personalization columns
+    vdev: Any  # the personalization on the device (each operator's own form)
+    dmass: np.ndarray  # (b,) dangling mass of what g was built from
+    mass: np.ndarray  # (b,) total mass of what g was built from (delta steps)
+    delta: bool = False
+    dense_v: np.ndarray | None = None  # the column of a one-column block, as a vector
+
+
+class BlockOperator:
+    """One graph on one backend: block start, step and compaction (shared logic)."""
+
+    kernel = "?"
+
+    def __init__(self, graph: Graph, xp: Any, dtype: str, alpha: float,
+                 shared_d: np.ndarray | None, order: str) -> None:
+        self.graph = graph
+        self.xp = xp
+        self.n = graph.n
+        self.dtype = np.dtype(dtype)
+        self.alpha = float(alpha)
+        self.order = order
+        self.delta_steps = self.dtype == np.float32
+        self.d = None if shared_d is None else xp.asarray(shared_d)
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def synchronize(self) -> None:
+        return None
+
+    def start(self, pers: sp.csc_array) -> Block:
+        xp, n, b = self.xp, self.n, pers.shape[1]
+        x = xp.full((n, b), 1.0 / n, order=self.order)
+        g = xp.empty((n, b), dtype=self.dtype, order=self.order)
+        xp.multiply(x, self.inv_out[:, None], out=g, casting="unsafe")
+        dm = float(self.graph.dangling.sum()) / n
+        return Block(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
+                      dmass=np.full(b, dm), mass=np.ones(b))
+
+    def coefficients(self, block: Block) -> tuple[np.ndarray, np.ndarray]:
+        """Per-column factors of the teleport term v_c and of the dangling term d_c.
+
+        Applied as ``alpha * P^T g + cd * d + cv * v``, in pagerank's kernel's order, so
+        a column's arithmetic is the same whatever its batch or kernel.
+        """
+        a = self.alpha
+        if block.delta:  # the change obeys D' = a (P^T D + m(D) d); drop rounding mass
+            cv = -a * block.mass
+            cd = a * block.dmass
+        else:
+            cv = np.full(block.mass.size, 1.0 - a)
+            cd = a * block.dmass
+        return cv, cd
+
+    def after_step(self, block: Block, x_new: Any, dmass, mass) -> None:
+        """Bookkeeping after a step to ``x_new`` (``dmass``/``mass``: of the step's output)."""
+        block.dmass, block.mass = dmass, mass
+        if self.delta_steps and not block.delta:
+            # switch to delta steps: from now on gather (x_k - x_{k-1}) / out
+            d1 = x_new - block.x
+            self.xp.multiply(d1, self.inv_out[:, None], out=block.g, casting="unsafe")
+            block.dmass = self.to_host(d1[self.dangling_idx].sum(axis=0))
+            block.mass = self.to_host(d1.sum(axis=0))
+            block.delta = True
+        block.x = x_new
+
+    def compact(self, block: Block, keep: np.ndarray) -> None:
+        xp = self.xp
+        k_dev = xp.asarray(keep)
+        block.x = xp.array(block.x[:, k_dev], order=self.order)
+        block.g = xp.array(block.g[:, k_dev], order=self.order)
+        block.pers = sp.csc_array(block.pers[:, keep])
+        block.vdev = self.upload_pers(block.pers)
+        block.dmass, block.mass = block.dmass[keep], block.mass[keep]
+        block.dense_v = None
+
+
+class CPUBlockOperator(BlockOperator):
+    """CPU: the fused Numba step over a row-major block."""
+
+    kernel = "numba"
+
+    def __init__(self, graph, dtype, alpha, shared_d) -> None:
+        super().__init__(graph, np, dtype, alpha, shared_d, "C")
+        vals = graph.transition_values()
+        if vals is None:
+            with np.errstate(divide="ignore"):
+                self.inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
+            self.vals = np.zeros(0, dtype=self.dtype)
+        else:  # weighted: the edge values hold 1/out-weight already
+            self.inv_out = np.where(graph.dangling, 0.0, 1.0)
+            self.vals = vals.astype(self.dtype)
+        self.dangling_idx = np.flatnonzero(graph.dangling)
+        self.bounds = chunk_bounds(graph.indptr, default_chunks())
+        self.d_arg = np.zeros(0) if self.d is None else self.d
+        self._out: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def upload_pers(self, pers: sp.csc_array) -> sp.csr_array:
+        m = sp.csr_array(pers)  # rows = nodes: the kernel adds row i's entries
+        m.sort_indices()
+        return m
+
+    def step(self, block: Block, criterion: str) -> np.ndarray:
+        b = block.x.shape[1]
+        key = (b,)
+        if key not in self._out:  # the output buffers: the previous block's, reused
+            self._out = {key: (np.empty_like(block.x), np.empty_like(block.g))}
+        x_out, g_out = self._out[key]
+        if b == 1:
+            res, dmass, mass = self._single_step(block, criterion, x_out, g_out)
+            self._out[key] = (block.x, block.g)
+            block.g = g_out
+            self.after_step(block, x_out, dmass, mass)
+            return res
+        from webrank.kernels import cpu_ppr
+
+        cv, cd = self.coefficients(block)
+        # (quantity, column, chunk): each column's chunk sums are added along a
+        # contiguous row, in the order NumPy adds pagerank's chunk sums (pairwise)
+        partial = np.zeros((3, b, self.bounds.size - 1))
+        v = block.vdev
+        cpu_ppr.block_step(self.graph.indptr, self.graph.indices, self.vals, block.g,
+                           block.x, v.indptr, v.indices, v.data, cv, self.d_arg, cd,
+                           self.inv_out, self.alpha, block.delta, CRITERION_CODE[criterion],
+                           self.bounds, x_out, g_out, partial)
+        res = partial[0].max(axis=1) if criterion == "linf" else partial[0].sum(axis=1)
+        # the old buffers become the next step's outputs
+        self._out[key] = (block.x, block.g)
+        x_new, block.g = x_out, g_out
+        self.after_step(block, x_new, partial[1].sum(axis=1), partial[2].sum(axis=1))
+        return res
+
+    def _single_step(self, block, criterion, x_out, g_out):
+        """A one-column block: pagerank's own scalar fused kernel (faster than the block
+        kernel at width 1, whose column loops then cost more than they share)."""
+        if block.dense_v is None:
+            block.dense_v = block.pers[:, [0]].toarray().ravel()
+        v = block.dense_v
+        d = v if self.d is None else self.d
+        partial = np.zeros((self.bounds.size - 1, 3))
+        g = self.graph
+        res, dmass, mass = kernels.fused_step(
+            g.indptr, g.indices, self.vals, block.g[:, 0], block.x[:, 0], v, d, self.inv_out,
+            self.alpha, float(block.dmass[0]), float(block.mass[0]),
+            CRITERION_CODE[criterion], block.delta, self.bounds, x_out[:, 0], g_out[:, 0],
+            partial)
+        return np.array([res]), np.array([dmass]), np.array([mass])
+
+    def compact(self, block: Block, keep: np.ndarray) -> None:
+        super().compact(block, keep)
+        self._out = {}
+
+
+class ArrayBlockOperator(BlockOperator):
+    """``csr @ block`` (SciPy) + array operations: the CPU step without Numba."""
+
+    kernel = "spmm"
+
+    def __init__(self, graph, xp, dtype, alpha, shared_d, matrix, inv_out, dangling_idx,
+                 order) -> None:
+        super().__init__(graph, xp, dtype, alpha, shared_d, order)
+        self.matrix = matrix
+        self.inv_out = inv_out
+        self.dangling_idx = dangling_idx
+
+    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
+        coo = sp.coo_array(pers)
+        xp = self.xp
+        return (xp.asarray(coo.row.astype(np.int64)), xp.asarray(coo.col.astype(np.int64)),
+                xp.asarray(coo.data))
+
+    def step(self, block: Block, criterion: str) -> np.ndarray:
+        xp, a = self.xp, self.alpha
+        cv, cd = self.coefficients(block)
+        t = self.matrix @ block.g
+        t = t.astype(np.float64, copy=False) if t.dtype != np.float64 else t
+        t *= a
+        if self.d is not None:
+            t += self.d[:, None] * xp.asarray(cd)[None, :]
+        rows, cols, vals = block.vdev
+        # (row, col) pairs are unique (summed duplicates), so += by fancy index is exact
+        if self.d is None:  # d_c = v_c
+            t[rows, cols] += vals * xp.asarray(cd)[cols]
+        t[rows, cols] += vals * xp.asarray(cv)[cols]
+        if block.delta:
+            diff = t
+            x_new = block.x + t
+        else:
+            diff = t - block.x
+            x_new = t
+        if criterion == "l1":
+            res = xp.abs(diff).sum(axis=0)
+        elif criterion == "l2":
+            res = (diff * diff).sum(axis=0)
+        else:
+            res = xp.abs(diff).max(axis=0)
+        # residual, dangling mass and mass per column: one device-to-host copy per step
+        stats = self.to_host(xp.stack([res, t[self.dangling_idx].sum(axis=0),
+                                       t.sum(axis=0)]))
+        xp.multiply(t, self.inv_out[:, None], out=block.g, casting="unsafe")
+        self.after_step(block, x_new, stats[1], stats[2])
+        return stats[0]
+
+
+def make_block_operator(graph: Graph, backend: str, dtype: str, alpha: float,
+                        shared_d: np.ndarray | None) -> BlockOperator:
+    """The block operator of ``graph`` on ``backend`` ("cpu" or "gpu"): the GPU's fused
+    CUDA step, the CPU's Numba step, or (without Numba) SciPy's SpMM and NumPy."""
+    if backend == "gpu":
+        from webrank.backends.gpu_block import gpu_block_operator
+
+        return gpu_block_operator(graph, dtype, alpha, shared_d)
+    if kernels.HAVE_NUMBA if USE_NUMBA is None else USE_NUMBA:
+        return CPUBlockOperator(graph, dtype, alpha, shared_d)
+    vals = graph.transition_values()
+    data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)
+    matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
+    if vals is None:
+        with np.errstate(divide="ignore"):
+            inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
+    else:
+        inv_out = np.where(graph.dangling, 0.0, 1.0)
+    return ArrayBlockOperator(graph, np, dtype, alpha, shared_d, matrix, inv_out,
+                              np.flatnonzero(graph.dangling), "C")
+
+
+def batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | None) -> int:
+    """Columns per batch: ``batch_size``, or as many as the memory budget holds (the
+    graph is already on the device, so free GPU memory is what the blocks may use)."""
+    # the GPU kernel takes blocks of up to MAX_GPU_BLOCK columns (8 per lane of a warp)
+    cap = k if backend != "gpu" else min(k, MAX_GPU_BLOCK)
+    if batch_size is not None:
+        return int(min(batch_size, cap))
+    if backend == "gpu":
+        import cupy as cp
+
+        free, _total = cp.cuda.runtime.memGetInfo()
+        free += cp.get_default_memory_pool().free_bytes()
+        budget = int(GPU_BATCH_FRACTION * free)
+        # x and x_out (float64), g and g_out, a long row's scratch (at most n/512 rows)
+        per_column = n * (2 * 8 + 2 * itemsize + 1)
+        if budget < per_column:
+            raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
+    else:
+        budget = min(CPU_BATCH_BYTES, available_ram() // 4)
+        per_column = n * (2 * 8 + 2 * itemsize)  # x, x_out (float64) + g, g_out
+    return int(max(1, min(cap, budget // per_column)))
+
+
+def available_ram() -> int:
+    """Available memory in bytes (Linux: MemAvailable), or 8 GiB when it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 8 * 2**30
+
+

@@ -1,0 +1,127 @@
+"""The GPU block operator: the fused power step of k PageRank vectors on the device
+(:mod:`webrank.kernels.cuda_ppr`; see :mod:`webrank.backends.block`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from webrank.backends.block import Block, BlockOperator
+from webrank.graph import Graph
+from webrank.kernels.cpu import CRITERION_CODE
+
+__all__ = ["GPUBlockOperator", "gpu_block_operator"]
+
+
+class GPUBlockOperator(BlockOperator):
+    """GPU: the fused block step of :mod:`webrank.kernels.cuda_ppr` over a row-major block
+    (one warp per row or long-row segment; index read once for all columns)."""
+
+    kernel = "cuda-fused"
+
+    def __init__(self, graph, dtype, alpha, shared_d, csr, vals) -> None:
+        import cupy as cp
+
+        from webrank.backends.gpu import _host
+        from webrank.kernels import cuda_ppr
+
+        super().__init__(graph, cp, dtype, alpha, shared_d, "C")
+        self.csr, self.vals = csr, vals
+        self.weighted = vals is not None
+        self.inv_out = csr["inv_out"]
+        self.dangling_idx = cp.flatnonzero(csr["dangling"])
+        self._cuda = cuda_ppr
+        indptr = _host(graph.indptr).astype(np.int64)
+        self._ip = graph.indptr.dtype
+        self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
+        self._scratch = None
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self._grid = int(min(max(1, -(-self._items["n"] // 8)), sms * 16))
+        self._out: dict[tuple, tuple[Any, Any]] = {}
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return self.xp.asnumpy(a)
+
+    def synchronize(self) -> None:
+        self.xp.cuda.get_current_stream().synchronize()
+
+    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
+        m = sp.csr_array(pers)  # rows = nodes: a row's warp adds its own entries
+        m.sort_indices()
+        cp = self.xp
+        return (cp.asarray(m.indptr.astype(self._ip)), cp.asarray(m.indices.astype(np.int32)),
+                cp.asarray(m.data.astype(np.float64)))
+
+    def step(self, block: Block, criterion: str) -> np.ndarray:
+        cp, it = self.xp, self._items
+        b = block.x.shape[1]
+        if self._scratch is None or self._scratch.size < it["nlong"] * b:
+            self._scratch = cp.zeros(max(it["nlong"] * b, 1))  # cleared by the kernel
+        key = (b,)
+        if key not in self._out:  # the previous step's buffers become the outputs
+            self._out = {key: (cp.empty_like(block.x), cp.empty_like(block.g))}
+        x_out, g_out = self._out[key]
+        cv, cd = self.coefficients(block)
+        coef = cp.asarray(np.concatenate([cv, cd]))
+        acc = cp.zeros(3 * b)
+        shared = self.d is not None
+        kernel = self._cuda.get_kernel(self._ip.name, self.csr["indices"].dtype.name,
+                                       self.dtype.name, self.weighted,
+                                       self._cuda.columns_per_lane(b))
+        vptr, vcol, vval = block.vdev
+        kernel((self._grid,), (256,),
+               (np.int64(it["n"]), it["row"], it["begin"], it["end"], it["slot"],
+                it["nseg"], self._scratch, it["count"], np.int32(b), self.csr["indices"],
+                self.vals if self.weighted else g_out, block.g, block.x, vptr, vcol, vval,
+                coef[:b], coef[b:], np.int32(shared), self.d if shared else coef,
+                self.inv_out, np.float64(self.alpha), np.int32(block.delta),
+                np.int32(CRITERION_CODE[criterion]), x_out, g_out, acc),
+               shared_mem=3 * b * 8)
+        stats = self.to_host(acc).reshape(3, b)  # the one synchronisation per step
+        self._out[key] = (block.x, block.g)
+        block.g = g_out
+        self.after_step(block, x_out, stats[1], stats[2])
+        return stats[0]
+
+    def compact(self, block: Block, keep: np.ndarray) -> None:
+        super().compact(block, keep)
+        self._out = {}
+
+
+def _work_items(indptr: np.ndarray, segment: int, cp: Any, ip: np.dtype) -> dict[str, Any]:
+    """One work item per row of at most ``segment`` in-links, else one per segment; a
+    cut row gets a slot (its scratch row and counter) shared by its segments."""
+    deg = np.diff(indptr)
+    nseg = np.maximum(1, -(-deg // segment))
+    row = np.repeat(np.arange(deg.size, dtype=np.int64), nseg)
+    first = np.cumsum(nseg) - nseg
+    within = np.arange(row.size) - np.repeat(first, nseg)
+    begin = indptr[:-1][row] + within * segment
+    end = np.minimum(begin + segment, indptr[1:][row])
+    long_rows = np.flatnonzero(nseg > 1)
+    slot_of_row = np.full(deg.size, -1, dtype=np.int32)
+    slot_of_row[long_rows] = np.arange(long_rows.size, dtype=np.int32)
+    return {"n": int(row.size), "row": cp.asarray(row), "begin": cp.asarray(begin.astype(ip)),
+            "end": cp.asarray(end.astype(ip)), "slot": cp.asarray(slot_of_row[row]),
+            "nseg": cp.asarray(nseg[long_rows].astype(np.int32)),
+            "count": cp.zeros(max(long_rows.size, 1), dtype=np.int32),
+            "nlong": int(long_rows.size)}
+
+
+def gpu_block_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
+                       ) -> GPUBlockOperator:
+    """The fused block step on the device CSR of the GPU backend's per-graph cache."""
+    import cupy as cp
+
+    from webrank.backends.gpu import _on_device, _upload_csr
+
+    n, m = graph.n, graph.num_edges
+    isz = np.dtype(dtype).itemsize
+    csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
+    g = _on_device(graph, ("csr",), csr_bytes + 17 * n, lambda: _upload_csr(graph))
+    tv = graph.transition_values()
+    vals = None if tv is None else _on_device(  # the same key as GPUOperator's
+        graph, ("vals", np.dtype(dtype).name), m * isz, lambda: cp.asarray(tv.astype(dtype)))
+    return GPUBlockOperator(graph, dtype, alpha, shared_d, g, vals)
