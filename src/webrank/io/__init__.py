@@ -15,25 +15,33 @@ webrank     .npz (native cache, see :func:`save_graph`)  :mod:`webrank.io.native
 bvgraph     .graph .properties (LAW WebGraph)            :mod:`webrank.io.bvgraph`
 ==========  ===========================================  ============================
 
+The options every reader shares (``labels``, ``delimiter``, ``weighted``, ``node_ids``,
+``duplicates``, ``columns``, ``progress``, ``name``) are one :class:`ReadOptions`, passed
+as ``options=`` or, as before, as keywords (``load(path, labels="string")``); its
+docstring documents them, each reader's says which apply to its format.
+
 Every output file is written atomically (:func:`webrank.io._atomic.atomic_write`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import Progress, check_input, strip_compression
+from webrank.io._open import check_input, strip_compression
 from webrank.io.adjacency import read_adjacency, write_adjacency
 from webrank.io.edgelist import read_edgelist, write_edgelist
 from webrank.io.mtx import read_mtx, write_mtx
 from webrank.io.native import read_native, save_graph
+from webrank.io.options import ReadOptions, reader_options
 from webrank.io.parquet import read_parquet, write_parquet
 
 __all__ = [
     "FORMATS",
+    "ReadOptions",
     "detect_format",
     "load",
     "read_adjacency",
@@ -62,6 +70,17 @@ _ALIASES = {"native": "webrank", "npz": "webrank", "matrixmarket": "mtx", "adj":
 _BY_SUFFIX = {ext: fmt for fmt, exts in FORMATS.items() for ext in exts}
 # formats whose readers take the file whole (no .gz/.bz2 layer)
 _UNCOMPRESSED = ("parquet", "webrank", "bvgraph")
+# the reader of each format but bvgraph; each takes the ReadOptions load() builds
+_READERS: dict[str, Callable[..., Graph]] = {
+    "edgelist": read_edgelist,
+    "adjacency": read_adjacency,
+    "mtx": read_mtx,
+    "parquet": read_parquet,
+    "webrank": read_native,
+}
+# the options load() takes as keywords
+_KEYWORDS = ("labels", "delimiter", "weighted", "node_ids", "duplicates", "columns",
+             "progress")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -90,13 +109,8 @@ def load(
     path: str | os.PathLike[str],
     format: str | None = None,
     *,
-    labels: str = "int",
-    delimiter: str | None = None,
-    weighted: bool | None = None,
-    node_ids: str = "appear",
-    duplicates: str = "collapse",
-    columns: Sequence[str | None] = ("src", "dst", "weight"),
-    progress: Progress | None = None,
+    options: ReadOptions | None = None,
+    **overrides: Any,
 ) -> Graph:
     """Read a graph file into a :class:`~webrank.graph.Graph`.
 
@@ -108,35 +122,17 @@ def load(
         One of :data:`FORMATS` (``"edgelist"``, ``"adjacency"``, ``"mtx"``,
         ``"parquet"``, ``"webrank"``, ``"bvgraph"``; ``"native"`` is an alias of
         ``"webrank"``). Default: from the suffix, see :func:`detect_format`.
-    labels : {"int", "string"}, default "int"
-        ``"int"``: node ids are integers in ``[0, 2**63)``. ``"string"``: any token
-        (URL, name) is a node label; nodes are numbered in order of first appearance
-        (``node_ids`` does not apply) and the labels kept in :attr:`Graph.labels`.
-        Edge list, adjacency, Parquet (whose string columns are always labels).
-    delimiter : str, optional
-        Edge lists only: the field separator; default detected (tab, comma, whitespace).
-    weighted : bool, optional
-        None (default): use weights when the file has them (a third edge-list column,
-        a Parquet weight column, Matrix Market values). True: require them. False:
-        ignore them.
-    node_ids : {"appear", "range"}, default "appear"
-        ``"appear"``: the nodes are the ids that occur in the file, numbered in
-        increasing id order (original ids in :attr:`Graph.labels`). ``"range"``: nodes
-        ``0..max id``. Formats that declare their node count (mtx, bvgraph, webrank)
-        always use it.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Parallel edges: keep one (the last weight wins), or add their weights.
-    columns : sequence of str, default ("src", "dst", "weight")
-        Parquet only: source, target and optional weight column names.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, called from time to time while reading
-        with the bytes read from disk so far (compressed bytes for ``.gz``/``.bz2``);
-        it may be called from a reader thread.
+    options : ReadOptions, optional
+        How to read it, passed to the format's reader, which ignores the options that
+        do not apply to it (bvgraph: all but ``duplicates`` and ``name``).
+    **overrides
+        ``labels``, ``delimiter``, ``weighted``, ``node_ids``, ``duplicates``,
+        ``columns``, ``progress``: these fields of ``options``, as keywords.
 
     Returns
     -------
     Graph
-        With :attr:`Graph.name` = ``str(path)``.
+        With :attr:`Graph.name` = ``str(path)`` unless ``options`` names it.
 
     Raises
     ------
@@ -145,19 +141,15 @@ def load(
         malformed; the message names the file and, where a line is at fault, its
         number and text.
     ValueError
-        An unknown ``format``, ``labels``, ``node_ids`` or ``duplicates`` value.
+        An unknown ``format``, or an invalid option (see :class:`ReadOptions`).
 
     Examples
     --------
     >>> g = load("web-NotreDame.txt.gz")  # doctest: +SKIP
     >>> g = load("links.csv", labels="string")  # doctest: +SKIP
+    >>> g = load("links.csv", options=ReadOptions(labels="string"))  # doctest: +SKIP
     """
-    if labels not in ("int", "string"):
-        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
-    if node_ids not in ("appear", "range"):
-        raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
-    if duplicates not in ("collapse", "sum"):
-        raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
+    opts = reader_options("load", options, overrides, _KEYWORDS)
     name = os.fspath(path)
     if not isinstance(name, str):
         name = os.fsdecode(name)
@@ -175,24 +167,12 @@ def load(
         raise GraphFormatError(
             f"{fmt} files cannot be read compressed; decompress it first", path=name
         )
-
-    if fmt == "edgelist":
-        return read_edgelist(name, labels=labels, delimiter=delimiter, weighted=weighted,
-                             node_ids=node_ids, duplicates=duplicates, progress=progress)
-    if fmt == "adjacency":
-        return read_adjacency(name, labels=labels, weighted=weighted, node_ids=node_ids,
-                              duplicates=duplicates, progress=progress)
-    if fmt == "mtx":
-        return read_mtx(name, weighted=weighted, duplicates=duplicates, progress=progress)
-    if fmt == "parquet":
-        return read_parquet(name, columns=columns, labels=labels, weighted=weighted,
-                            node_ids=node_ids, duplicates=duplicates, progress=progress)
-    if fmt == "webrank":
-        return read_native(name, progress=progress)
-    return _load_bvgraph(name, duplicates)
+    if fmt == "bvgraph":
+        return _load_bvgraph(name, opts.named(name))
+    return _READERS[fmt](name, options=opts)
 
 
-def _load_bvgraph(name: str, duplicates: str) -> Graph:
+def _load_bvgraph(name: str, opts: ReadOptions) -> Graph:
     """LAW BVGraph via :mod:`webrank.io.bvgraph` (another module; imported lazily)."""
     from webrank.io.bvgraph import read_bvgraph
 
@@ -204,5 +184,4 @@ def _load_bvgraph(name: str, duplicates: str) -> Graph:
         raise GraphFormatError("no such file", path=name) from None
     except (IsADirectoryError, PermissionError) as e:
         raise GraphFormatError(f"cannot read the file: {e.strerror or e}", path=name) from None
-    return Graph.from_edges(src, dst, node_ids="range", num_nodes=num_nodes,
-                            duplicates=duplicates, name=name)
+    return opts.graph(src, dst, node_ids="range", num_nodes=num_nodes)

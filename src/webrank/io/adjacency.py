@@ -18,53 +18,47 @@ The file is read whole; tokens are split per line, then converted and checked in
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import Progress, open_binary
+from webrank.io._open import open_binary
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
+_KEYWORDS = ("labels", "weighted", "node_ids", "duplicates", "progress", "name")
 _INT64_MAX = np.iinfo(np.int64).max
 _LABELS_HINT = 'for non-numeric node labels pass labels="string" (CLI: --labels string)'
 
 
 def read_adjacency(
-    path: str | os.PathLike[str],
-    *,
-    labels: str = "int",
-    weighted: bool | None = None,
-    node_ids: str = "appear",
-    duplicates: str = "collapse",
-    progress: Progress | None = None,
-    name: str | None = None,
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> Graph:
     """Read an adjacency file (``dest_id in_degree src_1 ... src_k`` per line).
+
+    Each line gives the edges ``src_i -> dest_id``; ``in_degree`` must equal the number
+    of sources (:mod:`webrank.io.adjacency`).
 
     Parameters
     ----------
     path : str or os.PathLike
         The file (plain, ``.gz`` or ``.bz2``).
-    labels : {"int", "string"}, default "int"
-        Integer node ids (>= 0, < 2**63), or any tokens as node labels (numbered in order
-        of first appearance). ``in_degree`` is always an integer.
-    weighted : bool, optional
-        The format has no weights: None or False; True raises GraphFormatError.
-    node_ids : {"appear", "range"}, default "appear"
-        ``"appear"``: the nodes are the ids that occur (as destination or source),
-        numbered in increasing id order. ``"range"``: ``0..max id``.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Parallel edges, see :meth:`Graph.from_edges`.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)`` while reading.
-    name : str, optional
-        The graph's name; default ``str(path)``.
+    options : ReadOptions, optional
+        How to read it; ``delimiter`` and ``columns`` do not apply. ``in_degree`` is an
+        integer whatever ``labels`` says. The format has no weights: ``weighted`` None
+        or False; True raises GraphFormatError. With ``node_ids="appear"`` the nodes are
+        the ids that occur as destination or source.
+    **overrides
+        The options that apply, as keywords (``node_ids="range"``); they win over
+        ``options``.
 
     Returns
     -------
     Graph
+        Every listed destination is a node, even one with in-degree 0.
 
     Raises
     ------
@@ -76,14 +70,12 @@ def read_adjacency(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if labels not in ("int", "string"):
-        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
-    path = os.fspath(path)
-    name = str(path) if name is None else name
-    if weighted:
+    opts = reader_options("read_adjacency", options, overrides, _KEYWORDS, path)
+    path, name = os.fspath(path), opts.name
+    if opts.weighted:
         raise GraphFormatError("weighted=True, but the adjacency format has no weights",
                                path=name)
-    with open_binary(path, progress=progress) as f:
+    with open_binary(path, progress=opts.progress) as f:
         data = f.read()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -144,7 +136,7 @@ def read_adjacency(
     def row_of(k: int) -> int:
         return int(np.searchsorted(first_of_line, k, side="right") - 1)
 
-    if labels == "string":
+    if opts.labels == "string":
         arr = pa.array(id_tok.tolist(), type=pa.binary())
         try:
             arr = arr.cast(pa.string())
@@ -156,24 +148,18 @@ def read_adjacency(
         src = codes[~is_dest]
         dst = np.repeat(codes[is_dest], nsrc)
         node_labels = uniq.to_numpy(zero_copy_only=False)
-        return Graph.from_edges(src, dst, labels=node_labels, duplicates=duplicates,
-                                name=name)
+        return opts.graph(src, dst, labels=node_labels)
 
     ids = _parse_ids(id_tok, lambda k, msg: fail(row_of(k), msg))
     src = ids[~is_dest]
     dst = np.repeat(ids[is_dest], nsrc)
-    if node_ids == "range":
-        return Graph.from_edges(src, dst, node_ids="range", num_nodes=int(ids.max()) + 1,
-                                duplicates=duplicates, name=name)
-    if node_ids != "appear":
-        raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
+    if opts.node_ids == "range":
+        return opts.graph(src, dst, num_nodes=int(ids.max()) + 1)
     # every listed destination is a node, even with in-degree 0
     nodes = np.unique(ids)
     if nodes[-1] == nodes.size - 1:  # ids are exactly 0..n-1
-        return Graph.from_edges(src, dst, node_ids="range", num_nodes=int(nodes.size),
-                                duplicates=duplicates, name=name)
-    return Graph.from_edges(np.searchsorted(nodes, src), np.searchsorted(nodes, dst),
-                            labels=nodes, duplicates=duplicates, name=name)
+        return opts.graph(src, dst, node_ids="range", num_nodes=int(nodes.size))
+    return opts.graph(np.searchsorted(nodes, src), np.searchsorted(nodes, dst), labels=nodes)
 
 
 def _parse_ids(tok: np.ndarray, fail) -> np.ndarray:
@@ -206,7 +192,7 @@ def write_adjacency(graph: Graph, path: str | os.PathLike[str]) -> None:
     graph : Graph
         The graph.
     path : str or os.PathLike
-        Output file.
+        Output file, plain text whatever its suffix.
     """
     from webrank.io._atomic import atomic_write
 

@@ -39,7 +39,9 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
+from webrank.io._arrow import numpy_of
 from webrank.io._open import Progress, line_text, open_binary
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
 
@@ -57,6 +59,9 @@ _BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels stri
 _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
 _SAMPLE_LINES = 64
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
+# the options read_edge_columns takes as keywords; read_edgelist adds the graph's
+_COLUMN_KEYWORDS = ("labels", "delimiter", "weighted", "progress", "name")
+_KEYWORDS = (*_COLUMN_KEYWORDS, "node_ids", "duplicates")
 _LABELS_HINT = (
     'for non-numeric node labels (URLs, names) pass labels="string" (CLI: --labels string)'
 )
@@ -76,45 +81,29 @@ class _Layout:
 # public API
 # --------------------------------------------------------------------------------------
 def read_edgelist(
-    path: str | os.PathLike[str],
-    *,
-    labels: str = "int",
-    delimiter: str | None = None,
-    weighted: bool | None = None,
-    node_ids: str = "appear",
-    duplicates: str = "collapse",
-    progress: Progress | None = None,
-    name: str | None = None,
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> Graph:
     """Read a SNAP-style edge list (plain, ``.gz`` or ``.bz2``) into a :class:`Graph`.
+
+    Comments, a header line and the field delimiter are recognised as the module
+    docstring (:mod:`webrank.io.edgelist`) describes.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file.
-    labels : {"int", "string"}, default "int"
-        ``"int"``: node ids are non-negative integers below 2**63. ``"string"``: every
-        token is a node label (URL, name, ...); nodes are numbered in order of first
-        appearance and the labels kept in :attr:`Graph.labels`.
-    delimiter : str, optional
-        Field separator (one character). Default: detected from the first data lines
-        (tab, comma, else whitespace). ``" "`` or ``"\\t"`` accept any run of
-        whitespace.
-    weighted : bool, optional
-        None (default): a third column is read as edge weights. True: a weight column is
-        required. False: a third column is ignored.
-    node_ids : {"appear", "range"}, default "appear"
-        Node set in ``labels="int"`` mode, see :meth:`Graph.from_edges`.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Parallel edges, see :meth:`Graph.from_edges`.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)`` while reading (bytes from disk).
-    name : str, optional
-        The graph's :attr:`Graph.name`; default ``str(path)``.
+        The edge list.
+    options : ReadOptions, optional
+        How to read it; all but ``columns`` apply. ``weighted``: None reads a third
+        column as edge weights, True requires one, False ignores it. ``node_ids``
+        applies in ``labels="int"`` mode.
+    **overrides
+        The options that apply, as keywords (``labels="string"``); they win over
+        ``options``.
 
     Returns
     -------
     Graph
+        One edge per data line (parallel edges merged as ``duplicates`` says).
 
     Raises
     ------
@@ -123,39 +112,28 @@ def read_edgelist(
         wrong column count, a non-numeric / negative / too large id, a NaN, infinite or
         negative weight (with the line number and text where a line is at fault).
     """
-    name = str(os.fspath(path)) if name is None else name
-    src, dst, w, node_labels = read_edge_columns(path, labels=labels, delimiter=delimiter,
-                                                 weighted=weighted, progress=progress,
-                                                 name=name)
-    if node_labels is not None:
-        return Graph.from_edges(src, dst, w, labels=node_labels, duplicates=duplicates,
-                                name=name)
-    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
+    opts = reader_options("read_edgelist", options, overrides, _KEYWORDS, path)
+    src, dst, w, node_labels = read_edge_columns(path, options=opts)
+    return opts.graph(src, dst, w, labels=node_labels)
 
 
 def read_edge_columns(
-    path: str | os.PathLike[str],
-    *,
-    labels: str = "int",
-    delimiter: str | None = None,
-    weighted: bool | None = None,
-    progress: Progress | None = None,
-    name: str | None = None,
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The edge columns of an edge-list file, before any graph is built:
     ``(src, dst, weights or None, labels or None)``; ids as int64 (codes into ``labels``
-    in ``labels="string"`` mode). Options and errors as :func:`read_edgelist`, which is
-    this plus :meth:`Graph.from_edges` (the partitioned readers route the columns to the
-    ranks that own their rows instead)."""
-    _check_options(labels, delimiter, weighted)
+    in ``labels="string"`` mode). Options (``node_ids`` and ``duplicates`` aside) and
+    errors as :func:`read_edgelist`, which is this plus :meth:`ReadOptions.graph` (the
+    partitioned readers route the columns to the ranks that own their rows instead)."""
+    opts = reader_options("read_edge_columns", options, overrides, _COLUMN_KEYWORDS, path)
+    labels, weighted, name = opts.labels, opts.weighted, opts.name
     path = os.fspath(path)
-    name = str(path) if name is None else name
-    with open_binary(path, progress=progress) as stream:
-        head, layout = _sniff(stream, name, labels, delimiter, weighted)
+    with open_binary(path, progress=opts.progress) as stream:
+        head, layout = _sniff(stream, name, labels, opts.delimiter, weighted)
         use_w = layout.ncols == 3 and weighted is not False
         cols = _fast_read(head, stream, layout, labels, use_w)
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
-        cols = _slow_read(path, name, layout, labels, use_w, progress)
+        cols = _slow_read(path, name, layout, labels, use_w, opts.progress)
     return cols
 
 
@@ -180,7 +158,7 @@ def write_edgelist(
     graph : Graph
         The graph.
     path : str or os.PathLike
-        Output file.
+        Output file; a ``.gz``/``.bz2`` suffix compresses it.
     delimiter : str, default "\\t"
         Field separator.
     header : bool, default True
@@ -278,14 +256,15 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]
 
     m = len(src)
-    both = pa.chunked_array(chunks(src) + chunks(dst))
+    # (the type given: an empty column may have no chunks at all)
+    both = pa.chunked_array(chunks(src) + chunks(dst), type=src.type)
     # one hash pass: over a ChunkedArray, pyarrow encodes every chunk against one shared
     # dictionary (first-appearance order, src-then-dst); checked, with a fallback
     enc = pc.dictionary_encode(both)
     dicts = [c.dictionary for c in enc.chunks]
     if dicts and all(len(d) == len(dicts[-1]) for d in dicts):
         uniq = dicts[-1]
-        codes = np.concatenate([c.indices.to_numpy() for c in enc.chunks])
+        codes = np.concatenate([numpy_of(c.indices) for c in enc.chunks])
     else:  # pragma: no cover - older pyarrow
         uniq = pc.unique(both)
         codes = np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
@@ -305,20 +284,8 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 # --------------------------------------------------------------------------------------
-# options and layout
+# layout
 # --------------------------------------------------------------------------------------
-def _check_options(labels: str, delimiter: str | None, weighted: bool | None) -> None:
-    if labels not in ("int", "string"):
-        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
-    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
-                                  or delimiter in "\r\n#%"):
-        raise ValueError(
-            f"delimiter must be one character such as '\\t', ' ' or ',', not {delimiter!r}"
-        )
-    if weighted not in (None, True, False):
-        raise ValueError(f"weighted must be None, True or False, not {weighted!r}")
-
-
 def _splitter(delimiter: str, labels: str) -> Callable[[bytes], list[bytes]]:
     """Split a line into fields the way the exact scanner does."""
     if delimiter == " " or (delimiter == "\t" and labels == "int"):
@@ -552,12 +519,12 @@ def _fast_read(
         return None
     w = None
     if use_w:
-        w = table.column("weight").to_numpy()
+        w = numpy_of(table.column("weight"))
         if w.size and not (np.isfinite(w).all() and w.min() >= 0):
             return None
     if labels == "int":
-        src = table.column("src").to_numpy()
-        dst = table.column("dst").to_numpy()
+        src = numpy_of(table.column("src"))
+        dst = numpy_of(table.column("dst"))
         if src.size and min(src.min(), dst.min()) < 0:
             return None
         return src, dst, w, None

@@ -24,6 +24,8 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
+from webrank.io._arrow import numpy_of
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = [
     "as_arrow_table",
@@ -36,6 +38,8 @@ __all__ = [
 ]
 
 _INT64_MAX = np.iinfo(np.int64).max
+# the options graph_from_arrow and graph_from_dataframe take as keywords
+_KEYWORDS = ("labels", "node_ids", "duplicates", "name")
 
 
 # -- tables -> Graph ------------------------------------------------------------------------
@@ -44,7 +48,9 @@ def graph_from_dataframe(
     source: str = "src",
     target: str = "dst",
     weight: str | None = None,
-    **options: Any,
+    *,
+    options: ReadOptions | None = None,
+    **overrides: Any,
 ) -> Graph:
     """A :class:`Graph` from an edge table; the implementation of :meth:`Graph.from_dataframe`.
 
@@ -56,20 +62,22 @@ def graph_from_dataframe(
         The id columns.
     weight : str, optional
         The weight column; default None (unweighted).
-    **options
-        ``labels``, ``node_ids``, ``duplicates``, ``name``: as in
-        :func:`graph_from_arrow` (defaults "int", "appear", "collapse", None).
+    options : ReadOptions, optional
+        As in :func:`graph_from_arrow`.
+    **overrides
+        The options that apply there, as keywords (as :meth:`Graph.from_dataframe`
+        passes them).
 
     Returns
     -------
     Graph
     """
-    name = options.get("name")
-    table = as_arrow_table(df, name)
+    opts = reader_options("graph_from_dataframe", options, overrides, _KEYWORDS)
+    table = as_arrow_table(df, opts.name)
     wanted = [source, target] + ([weight] if weight is not None else [])
-    require_columns(table.column_names, wanted, name, where="the table",
+    require_columns(table.column_names, wanted, opts.name, where="the table",
                     hint="source=, target= and weight=")
-    return graph_from_arrow(table, source, target, weight, **options)
+    return graph_from_arrow(table, source, target, weight, options=opts)
 
 
 def as_arrow_table(obj: Any, name: str | None = None) -> Any:
@@ -154,10 +162,8 @@ def graph_from_arrow(
     target: str,
     weight: str | None = None,
     *,
-    labels: str = "int",
-    node_ids: str = "appear",
-    duplicates: str = "collapse",
-    name: str | None = None,
+    options: ReadOptions | None = None,
+    **overrides: Any,
 ) -> Graph:
     """A :class:`Graph` from the edge columns of a ``pyarrow.Table`` (columns present).
 
@@ -170,19 +176,18 @@ def graph_from_arrow(
         < 2**63); string, binary or dictionary-of-string columns are node labels.
     weight : str, optional
         The weight column (numbers, finite, >= 0); None for an unweighted graph.
-    labels : {"int", "string"}, default "int"
-        ``"string"`` treats integer id columns as labels too (the labels stay integers).
-        Labels are numbered in order of first appearance, ``src[0], dst[0], src[1], ...``.
-    node_ids : {"appear", "range"}, default "appear"
-        Node set for integer ids, see :meth:`Graph.from_edges`.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Parallel edges, see :meth:`Graph.from_edges`.
-    name : str, optional
-        The graph's name, shown in messages.
+    options : ReadOptions, optional
+        ``labels``, ``node_ids``, ``duplicates`` and ``name`` apply. ``labels="string"``
+        treats integer id columns as labels too (the labels stay integers). Labels are
+        numbered in order of first appearance, ``src[0], dst[0], src[1], ...``.
+    **overrides
+        The options that apply, as keywords (``duplicates="sum"``); they win over
+        ``options``.
 
     Returns
     -------
     Graph
+        Text ids (or any ids, with ``labels="string"``) become :attr:`Graph.labels`.
 
     Raises
     ------
@@ -192,8 +197,8 @@ def graph_from_arrow(
     ValueError
         An unknown ``labels``, ``node_ids`` or ``duplicates`` value.
     """
-    if labels not in ("int", "string"):
-        raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
+    opts = reader_options("graph_from_arrow", options, overrides, _KEYWORDS)
+    name = opts.name
     s, d = _plain(table.column(source)), _plain(table.column(target))
     for col_name, col in ((source, s), (target, d)):
         if col.null_count:
@@ -201,7 +206,7 @@ def graph_from_arrow(
                                    path=name)
     w = None if weight is None else _weights(_plain(table.column(weight)), weight, name)
     is_text = [_is_text(c.type) for c in (s, d)]
-    if labels == "string" or any(is_text):
+    if opts.labels == "string" or any(is_text):
         from webrank.io.edgelist import factorize
 
         if any(is_text):
@@ -209,11 +214,8 @@ def graph_from_arrow(
             # column size and is what string_view (Polars) and binary columns cast to.
             s, d = _as_text(s, source, name), _as_text(d, target, name)
         cs, cd, node_labels = factorize(s, d)
-        return Graph.from_edges(cs, cd, w, labels=node_labels, duplicates=duplicates,
-                                name=name)
-    src = _ids(s, source, name)
-    dst = _ids(d, target, name)
-    return Graph.from_edges(src, dst, w, node_ids=node_ids, duplicates=duplicates, name=name)
+        return opts.graph(cs, cd, w, labels=node_labels)
+    return opts.graph(_ids(s, source, name), _ids(d, target, name), w)
 
 
 def arrow_id_columns(table: Any, source: str, target: str, weight: str | None = None,
@@ -297,7 +299,7 @@ def _ids(col: Any, col_name: str, name: str | None) -> np.ndarray:
 
     t = col.type
     if pa.types.is_integer(t):
-        a = col.to_numpy()
+        a = numpy_of(col)
         if pa.types.is_unsigned_integer(t) and a.size and a.max() > _INT64_MAX:
             k = int(np.argmax(a > _INT64_MAX))
             raise GraphFormatError(
@@ -307,7 +309,7 @@ def _ids(col: Any, col_name: str, name: str | None) -> np.ndarray:
             )
         a = a.astype(np.int64, copy=False)
     elif pa.types.is_floating(t):
-        f = col.to_numpy()
+        f = numpy_of(col)
         bad = ~np.isfinite(f) | (f != np.floor(f))
         if bad.any():
             k = int(np.argmax(bad))
@@ -343,7 +345,7 @@ def _weights(col: Any, col_name: str, name: str | None) -> np.ndarray:
         raise GraphFormatError(
             f"weight column {col_name!r} is null in row {_first_null(col)}", path=name
         )
-    w = np.asarray(col.cast(pa.float64()).to_numpy(), dtype=np.float64)
+    w = np.asarray(numpy_of(col.cast(pa.float64())), dtype=np.float64)
     _check_weights(w, lambda k: f"column {col_name!r}, row {k}", name)
     return w
 

@@ -15,41 +15,40 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import Progress, line_text, open_binary
+from webrank.io._open import line_text, open_binary
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["read_mtx", "write_mtx"]
 
+_KEYWORDS = ("weighted", "duplicates", "progress", "name")
 _LINE_RE = re.compile(r"[Ll]ine (\d+)")
 
 
 def read_mtx(
-    path: str | os.PathLike[str],
-    *,
-    weighted: bool | None = None,
-    duplicates: str = "collapse",
-    progress: Progress | None = None,
-    name: str | None = None,
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> Graph:
     """Read a Matrix Market file; entry ``(i, j)`` is the edge ``i -> j``.
+
+    Node ``k`` is row/column ``k + 1`` of the file; the matrix size is the node count.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file (plain, ``.gz`` or ``.bz2``).
-    weighted : bool, optional
-        None (default): ``integer``/``real`` values are weights, ``pattern`` is
-        unweighted. True: values are required. False: values are ignored.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Repeated entries, see :meth:`Graph.from_edges`.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)`` while reading.
-    name : str, optional
-        The graph's name; default ``str(path)``.
+        The ``.mtx`` file (plain, ``.gz`` or ``.bz2``).
+    options : ReadOptions, optional
+        How to read it; only ``weighted``, ``duplicates``, ``progress`` and ``name``
+        apply (the file declares the node set). ``weighted``: None reads
+        ``integer``/``real`` values as weights, a ``pattern`` matrix as unweighted; True
+        requires values; False ignores them. ``duplicates``: repeated entries.
+    **overrides
+        The options that apply, as keywords (``weighted=False``); they win over
+        ``options``.
 
     Returns
     -------
@@ -66,9 +65,9 @@ def read_mtx(
     import scipy.io
     import scipy.sparse as sp
 
-    path = os.fspath(path)
-    name = str(path) if name is None else name
-    with open_binary(path, progress=progress) as f:
+    opts = reader_options("read_mtx", options, overrides, _KEYWORDS, path)
+    path, name, weighted = os.fspath(path), opts.name, opts.weighted
+    with open_binary(path, progress=opts.progress) as f:
         banner = f.peek(1024).split(b"\n", 1)[0].decode("ascii", "replace").strip()
         words = banner.lower().split()
         if len(words) < 5 or words[0] != "%%matrixmarket" or words[1] != "matrix":
@@ -117,8 +116,7 @@ def read_mtx(
                 "weights must be finite and >= 0",
                 path=name,
             )
-    return Graph.from_edges(mat.row, mat.col, w, node_ids="range", num_nodes=rows,
-                            duplicates=duplicates, name=name)
+    return opts.graph(mat.row, mat.col, w, node_ids="range", num_nodes=rows)
 
 
 def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
@@ -132,7 +130,7 @@ def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
     graph : Graph
         The graph.
     path : str or os.PathLike
-        Output file.
+        Output file (uncompressed).
     """
     import scipy.io
     import scipy.sparse as sp

@@ -28,7 +28,8 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import Progress, check_input
+from webrank.io._open import check_input
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["FORMAT_MARKER", "FORMAT_VERSION", "read_native", "save_graph"]
 
@@ -127,23 +128,28 @@ def _decode_labels(blob: np.ndarray, offsets: np.ndarray, kind: str) -> np.ndarr
 
 
 def read_native(
-    path: str | os.PathLike[str], *, progress: Progress | None = None, name: str | None = None
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> Graph:
     """Read a native cache written by :func:`save_graph`.
+
+    No parsing and no CSR rebuild: the stored arrays are checked and used as they are.
 
     Parameters
     ----------
     path : str or os.PathLike
         The ``.npz`` file.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)``; called before and after reading.
-    name : str, optional
-        The graph's :attr:`Graph.name`; default ``str(path)``. (The name stored in
-        the file, that of the graph when it was saved, is not used.)
+    options : ReadOptions, optional
+        Only ``progress`` (called before and after reading) and ``name`` apply: the
+        cache holds the graph as built. The name stored in the file, that of the graph
+        when it was saved, is not used.
+    **overrides
+        The options that apply, as keywords (``name="web"``); they win over
+        ``options``.
 
     Returns
     -------
     Graph
+        The graph as saved, but for its name.
 
     Raises
     ------
@@ -151,8 +157,10 @@ def read_native(
         Missing or unreadable file, not an ``.npz``, an ``.npz`` without the webrank
         marker, a newer format version, or inconsistent arrays.
     """
+    opts = reader_options("read_native", options, overrides, ("progress", "name"))
     path = check_input(path)
-    name = str(path) if name is None else name
+    opts = opts.named(path)
+    name, progress = opts.name, opts.progress
     total = os.path.getsize(path)
     if progress is not None:
         progress(0, total)

@@ -12,52 +12,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import Progress, check_input, compression_of
+from webrank.io._open import check_input, compression_of
 from webrank.io.frames import graph_from_arrow, require_columns
+from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["read_parquet", "write_parquet"]
 
+_KEYWORDS = ("columns", "labels", "weighted", "node_ids", "duplicates", "progress", "name")
+
 
 def read_parquet(
-    path: str | os.PathLike[str],
-    *,
-    columns: Sequence[str | None] = ("src", "dst", "weight"),
-    labels: str = "int",
-    weighted: bool | None = None,
-    node_ids: str = "appear",
-    duplicates: str = "collapse",
-    progress: Progress | None = None,
-    name: str | None = None,
+    path: str | os.PathLike[str], *, options: ReadOptions | None = None, **overrides: Any
 ) -> Graph:
     """Read an edge table from a Parquet file.
+
+    One row per edge; the table becomes a graph through
+    :func:`~webrank.io.frames.graph_from_arrow`, as a DataFrame does.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file.
-    columns : sequence of str, default ("src", "dst", "weight")
-        Names of the source, target and weight columns; the weight name may be left out
-        or None.
-    labels : {"int", "string"}, default "int"
-        ``"string"`` treats any id column as labels; string columns always are labels.
-    weighted : bool, optional
-        None (default): use the weight column if present. True: require it. False:
-        ignore it.
-    node_ids : {"appear", "range"}, default "appear"
-        Node set for integer ids, see :meth:`Graph.from_edges`.
-    duplicates : {"collapse", "sum"}, default "collapse"
-        Parallel edges, see :meth:`Graph.from_edges`.
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)``; called before and after reading.
-    name : str, optional
-        The graph's name; default ``str(path)``.
+        The Parquet file (it compresses internally: not through ``.gz``/``.bz2``).
+    options : ReadOptions, optional
+        How to read it; ``delimiter`` does not apply. ``columns`` names the source,
+        target and weight columns. ``labels="string"`` treats any id column as labels;
+        string columns always are labels. ``weighted``: None uses the weight column if
+        present. ``progress`` is called before and after reading.
+    **overrides
+        The options that apply, as keywords (``columns=("from", "to")``); they win over
+        ``options``.
 
     Returns
     -------
     Graph
+        One edge per row of the table.
 
     Raises
     ------
@@ -69,14 +61,14 @@ def read_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    opts = reader_options("read_parquet", options, overrides, _KEYWORDS)
     path = check_input(path)
-    name = str(path) if name is None else name
+    opts = opts.named(path)
+    name, weighted, progress = opts.name, opts.weighted, opts.progress
     if compression_of(path):
         raise GraphFormatError("a Parquet file cannot be read through .gz/.bz2 (Parquet "
                                "compresses internally); decompress it first", path=name)
-    cols = list(columns)
-    if len(cols) not in (2, 3):
-        raise ValueError("columns must be (src, dst) or (src, dst, weight) names")
+    cols = opts.columns
     src_col, dst_col = cols[0], cols[1]
     w_col = cols[2] if len(cols) == 3 else None
     total = os.path.getsize(path)
@@ -98,9 +90,7 @@ def read_parquet(
         raise GraphFormatError(f"cannot read the Parquet data: {e}", path=name) from None
     if progress is not None:
         progress(total, total)
-    return graph_from_arrow(table, src_col, dst_col, w_col if use_w else None,
-                            labels=labels, node_ids=node_ids, duplicates=duplicates,
-                            name=name)
+    return graph_from_arrow(table, src_col, dst_col, w_col if use_w else None, options=opts)
 
 
 def write_parquet(
@@ -116,7 +106,7 @@ def write_parquet(
     graph : Graph
         The graph.
     path : str or os.PathLike
-        Output file.
+        Output file (Parquet compresses its columns itself).
     columns : sequence of str, default ("src", "dst", "weight")
         Column names.
     """

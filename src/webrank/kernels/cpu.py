@@ -427,11 +427,10 @@ def scipy_step(
 ) -> tuple[float, float, float]:
     """:func:`fused_step` on one thread: a SciPy product and NumPy vector operations.
 
-    The same step, plain or delta, as :func:`fused_step`. Its row sums are float64 in
-    edge order, as the Numba kernel's, so a float64 run agrees with it to the round-off
-    of the reductions (~1e-16 relative). With a float32 ``xs``, each product
-    ``val * xs[j]`` is exact in float64 here where Numba rounds it to float32 (weighted
-    graphs only; an unweighted product is the value itself).
+    The same step, plain or delta, as :func:`fused_step`. Its row sums are float64 (in
+    edge order; the Numba kernel adds even and odd links apart) and each product
+    ``val * xs[j]`` is float64 in both, so a run agrees with the Numba step to the
+    round-off of the sums (~1e-16 relative).
 
     Parameters
     ----------

@@ -1,0 +1,191 @@
+"""The options every graph reader shares: :class:`ReadOptions`.
+
+:func:`webrank.load`, the readers of :mod:`webrank.io` and
+:func:`~webrank.io.frames.graph_from_arrow` take one ``options=ReadOptions(...)`` and,
+for backward compatibility, the same options as keywords (``labels="string"``); each
+reader builds its :class:`ReadOptions` once (:func:`reader_options`), ignores the options
+that do not apply to its format, and builds its graph through :meth:`ReadOptions.graph`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from webrank.graph import Duplicates, Graph, NodeIds
+from webrank.io._open import Progress
+
+__all__ = ["ReadOptions", "reader_options"]
+
+Labels = Literal["int", "string"]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read a graph file or an edge table, shared by every reader.
+
+    A format ignores the options that do not apply to it (each reader's docstring says
+    which apply); an invalid value is refused here, whatever the format.
+
+    Parameters
+    ----------
+    labels : {"int", "string"}, default "int"
+        ``"int"``: node ids are non-negative integers below 2**63. ``"string"``: every
+        token (URL, name, ...) is a node label; nodes are numbered in order of first
+        appearance (``node_ids`` does not apply) and the labels kept in
+        :attr:`Graph.labels`. Edge lists, adjacency files and tables (Parquet,
+        DataFrames; their string columns are labels either way).
+    delimiter : str, optional
+        Edge lists only: the field separator (one character). Default: detected from
+        the first data lines (tab, comma, else whitespace). ``" "`` or ``"\\t"`` accept
+        any run of whitespace.
+    weighted : bool, optional
+        None (default): use weights when the file has them (a third edge-list column,
+        a Parquet weight column, Matrix Market values). True: require them. False:
+        ignore them.
+    node_ids : {"appear", "range"}, default "appear"
+        The node set for integer ids. ``"appear"``: the nodes are the ids that occur in
+        the file, numbered in increasing id order (original ids in :attr:`Graph.labels`
+        unless they already are ``0..n-1``). ``"range"``: nodes ``0..max id``; absent
+        ids are isolated nodes. Formats that declare their node count (mtx, bvgraph,
+        webrank) always use it. See :meth:`Graph.from_edges`.
+    duplicates : {"collapse", "sum"}, default "collapse"
+        Parallel edges: keep one (the last weight wins), or add their weights.
+    columns : sequence of str, default ("src", "dst", "weight")
+        Parquet only: the source, target and weight column names; the weight name may
+        be left out or None. Kept as a tuple.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)``, called from time to time while reading
+        with the bytes read from disk so far (compressed bytes for ``.gz``/``.bz2``); it
+        may be called from a reader thread.
+    name : str, optional
+        The graph's :attr:`Graph.name`, shown in messages; default ``str(path)`` (for a
+        table, None).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``labels``, ``node_ids`` or ``duplicates`` value, a ``delimiter``
+        that is not one character (or is a line break, ``#`` or ``%``), a ``weighted``
+        other than None/True/False, or ``columns`` that are not 2 or 3 names.
+
+    Examples
+    --------
+    >>> opts = ReadOptions(labels="string")
+    >>> ReadOptions.of(opts, duplicates="sum").duplicates
+    'sum'
+    """
+
+    labels: Labels = "int"
+    delimiter: str | None = None
+    weighted: bool | None = None
+    node_ids: NodeIds = "appear"
+    duplicates: Duplicates = "collapse"
+    columns: Sequence[str | None] = ("src", "dst", "weight")
+    progress: Progress | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        labels, delimiter, weighted = self.labels, self.delimiter, self.weighted
+        if labels not in ("int", "string"):
+            raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
+        if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
+                                      or delimiter in "\r\n#%"):
+            raise ValueError(
+                f"delimiter must be one character such as '\\t', ' ' or ',', not {delimiter!r}"
+            )
+        if weighted not in (None, True, False):
+            raise ValueError(f"weighted must be None, True or False, not {weighted!r}")
+        if self.node_ids not in ("appear", "range"):
+            raise ValueError(f"node_ids must be 'appear' or 'range', not {self.node_ids!r}")
+        if self.duplicates not in ("collapse", "sum"):
+            raise ValueError(
+                f"duplicates must be 'collapse' or 'sum', not {self.duplicates!r}"
+            )
+        columns = tuple(self.columns)
+        if len(columns) not in (2, 3):
+            raise ValueError("columns must be (src, dst) or (src, dst, weight) names")
+        object.__setattr__(self, "columns", columns)
+
+    @classmethod
+    def of(cls, options: ReadOptions | None = None, /, **overrides: Any) -> ReadOptions:
+        """``options`` (default ``ReadOptions()``) with the fields in ``overrides`` replaced.
+
+        Raises
+        ------
+        TypeError
+            A keyword that is not a field, or ``options`` that is not a ReadOptions.
+        ValueError
+            An invalid value (see :class:`ReadOptions`).
+        """
+        if options is None:
+            return cls(**overrides)
+        if not isinstance(options, ReadOptions):
+            raise TypeError(f"options must be a ReadOptions, not {type(options).__name__}")
+        return dataclasses.replace(options, **overrides) if overrides else options
+
+    def named(self, path: str | os.PathLike[str]) -> ReadOptions:
+        """These options with ``name`` defaulting to ``str(path)``."""
+        if self.name is not None:
+            return self
+        return dataclasses.replace(self, name=str(os.fspath(path)))
+
+    def graph(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        weight: np.ndarray | None = None,
+        *,
+        labels: np.ndarray | None = None,
+        node_ids: NodeIds | None = None,
+        num_nodes: int | None = None,
+    ) -> Graph:
+        """The graph a reader returns: :meth:`Graph.from_edges` with these options'
+        ``node_ids``, ``duplicates`` and ``name``.
+
+        ``labels``: ``src``/``dst`` are codes into these node labels (``node_ids`` then
+        does not apply). ``node_ids`` and ``num_nodes``: for formats that fix the node
+        set themselves (``node_ids="range"``, ``num_nodes`` nodes).
+        """
+        return Graph.from_edges(src, dst, weight, num_nodes=num_nodes,
+                                node_ids=self.node_ids if node_ids is None else node_ids,
+                                labels=labels, duplicates=self.duplicates, name=self.name)
+
+
+def reader_options(
+    caller: str,
+    options: ReadOptions | None,
+    overrides: dict[str, Any],
+    accepts: Collection[str],
+    path: str | os.PathLike[str] | None = None,
+) -> ReadOptions:
+    """A reader's :class:`ReadOptions`: ``options`` with the keywords it was called with.
+
+    Parameters
+    ----------
+    caller : str
+        The reader's name, for the TypeError.
+    options : ReadOptions or None
+        Its ``options`` argument.
+    overrides : dict
+        Its keyword arguments.
+    accepts : collection of str
+        The keywords it takes (the options that apply to its format).
+    path : str or os.PathLike, optional
+        The file: ``name`` defaults to ``str(path)``.
+
+    Raises
+    ------
+    TypeError
+        A keyword not in ``accepts``, as Python says it of a function without it.
+    """
+    for key in overrides:
+        if key not in accepts:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}")
+    opts = ReadOptions.of(options, **overrides)
+    return opts if path is None else opts.named(path)
