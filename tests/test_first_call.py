@@ -149,12 +149,72 @@ def test_help_imports_no_numba_or_scipy():
     assert not mods & {"numba", "scipy", "scipy.sparse", "cupy"}
 
 
-def test_small_graph_ranks_without_numba():
+def test_small_graph_ranks_without_numba_or_scipy():
     code = ("import numpy as np, webrank\n"
             "g = webrank.Graph.from_edges(np.array([0, 1, 2]), np.array([1, 2, 0]))\n"
             "r = webrank.pagerank(g, device='cpu')\n"
             "assert r.converged and abs(r.scores.sum() - 1) < 1e-12")
-    assert "numba" not in _modules_after(code)
+    assert not _modules_after(code) & {"numba", "scipy.sparse"}
+
+
+def test_cli_rank_of_a_small_file_imports_no_scipy(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2\n2 0\n")
+    code = ("import sys\nfrom webrank.cli import main\n"
+            f"sys.argv = ['webrank', 'rank', {str(path)!r}, '--top', '2']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code")
+    mods = _modules_after(code)
+    assert "pyarrow" in mods  # it did read the file
+    assert not mods & {"numba", "scipy.sparse", "pandas"}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("x_dtype", [np.float64, np.float32])
+def test_edge_sums_product_is_scipys_bit_for_bit(weighted, x_dtype):
+    # the NumPy product of small graphs: same float64 products, same row order
+    import scipy.sparse as sp
+
+    g = random_graph(11, 3000, 20000, weighted=weighted, isolated=5)
+    vals = g.transition_values() if weighted else np.zeros(0)
+    small = kernels.in_link_matrix(g.indptr, g.indices, vals)
+    assert isinstance(small, kernels.EdgeSums)
+    data = vals if weighted else np.ones(g.num_edges)
+    for cols in (g.n, g.n + 7):  # square, and a part's rows over more sources
+        ref = sp.csr_array((data, g.indices, g.indptr), shape=(g.n, cols))
+        part = kernels.in_link_matrix(g.indptr, g.indices, vals, cols)
+        x = np.random.default_rng(cols).random(cols).astype(x_dtype)
+        got = part @ x
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, ref @ x)
+
+
+def test_numpy_and_scipy_csr_builds_agree(monkeypatch):
+    # graphs below NUMPY_BUILD_EDGES are sorted by NumPy: same CSR as SciPy's conversion
+    import webrank.graph as graph_module
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n, m = int(rng.integers(1, 40)), int(rng.integers(0, 150))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        w = rng.uniform(0, 2, m) if trial % 2 else None
+        for duplicates in ("collapse", "sum"):
+            built = []
+            for threshold in (2**40, 0):  # NumPy, then SciPy
+                monkeypatch.setattr(graph_module, "NUMPY_BUILD_EDGES", threshold)
+                built.append(webrank.Graph.from_edges(src, dst, w, node_ids="range",
+                                                      duplicates=duplicates))
+            a, b = built
+            for key in ("indptr", "indices"):
+                assert getattr(a, key).dtype == getattr(b, key).dtype
+                np.testing.assert_array_equal(getattr(a, key), getattr(b, key))
+            # summed parallel float weights may be added in another order
+            same = (np.testing.assert_array_equal if w is None or duplicates == "collapse"
+                    else np.testing.assert_allclose)
+            for key in ("out_weight", "weights"):
+                x, y = getattr(a, key), getattr(b, key)
+                assert (x is None) == (y is None)
+                if x is not None:
+                    same(x, y)
 
 
 def test_networkx_backend_small_graph_without_numba():

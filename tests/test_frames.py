@@ -156,6 +156,10 @@ def test_record_batch_reader_and_empty_table():
     assert_same(Graph.from_dataframe(reader), Graph.from_edges(SRC, DST))
     empty = Graph.from_dataframe(pd.DataFrame({"src": np.zeros(0, int), "dst": []}))
     assert empty.n == 0 and empty.num_edges == 0
+    # text ids: no rows, but labels all the same (as any labels="string" graph has)
+    empty_text = Graph.from_dataframe(pd.DataFrame({"src": np.zeros(0, str), "dst": []}),
+                                      labels="string")
+    assert empty_text.n == 0 and empty_text.labels is not None and empty_text.labels.size == 0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

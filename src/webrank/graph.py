@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from webrank.errors import GraphFormatError
 
@@ -291,24 +290,19 @@ class Graph:
         """Build the CSR from ids already in ``0..n-1``."""
         m = src.size
         idx = _index_dtype(max(n, m))
-        # scipy's COO -> CSR conversion is a C++ counting sort by row (stable, so
-        # sources stay in file order within a row) followed by an in-row sort and a
-        # duplicate merge: O(m + n), far cheaper than an argsort of the edge keys.
         data = np.ones(m, dtype=np.int32) if w is None else w
-        a = sp.csr_array((data, (dst.astype(idx, copy=False), src.astype(idx, copy=False))),
-                         shape=(n, n))
-        a.sum_duplicates()
-        if w is not None and duplicates == "collapse" and a.nnz < m:
+        indptr, indices, data = _coo_to_csr(dst.astype(idx, copy=False),
+                                            src.astype(idx, copy=False), data, n)
+        if w is not None and duplicates == "collapse" and data.size < m:
             # parallel weighted edges were summed: redo keeping the last weight
-            src, dst, data = _keep_last_duplicate(src, dst, w, n)
-            a = sp.csr_array((data, (dst.astype(idx), src.astype(idx))), shape=(n, n))
-            a.sum_duplicates()
-        indptr = a.indptr.astype(_index_dtype(a.nnz), copy=False)
-        indices = a.indices.astype(_index_dtype(n), copy=False)
-        weights = None if w is None else np.asarray(a.data, dtype=np.float64)
-        if w is None and duplicates == "sum" and a.nnz and a.data.max() > 1:
+            src, dst, w = _keep_last_duplicate(src, dst, w, n)
+            indptr, indices, data = _coo_to_csr(dst.astype(idx), src.astype(idx), w, n)
+        indptr = indptr.astype(_index_dtype(data.size), copy=False)
+        indices = indices.astype(_index_dtype(n), copy=False)
+        weights = None if w is None else np.asarray(data, dtype=np.float64)
+        if w is None and duplicates == "sum" and data.size and data.max() > 1:
             # parallel unweighted edges become one edge of weight = multiplicity
-            weights = a.data.astype(np.float64)
+            weights = data.astype(np.float64)
         if weights is None:
             out_weight = np.bincount(indices, minlength=n).astype(np.float64)
         else:
@@ -413,8 +407,10 @@ class Graph:
         return Graph(indptr=self.indptr, indices=self.indices, out_weight=out,
                      labels=self.labels, name=self.name)
 
-    def to_scipy(self) -> sp.csr_array:
+    def to_scipy(self) -> Any:
         """The in-link matrix as a SciPy CSR array (weights, or 1 per edge)."""
+        import scipy.sparse as sp
+
         data = self.weights if self.weights is not None else np.ones(self.num_edges)
         return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
 
@@ -510,6 +506,41 @@ def _compact_ids(
     # sparse id space (hashes, ...): sort-based
     labels, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
     return inv[:m], inv[m:], labels, labels.size
+
+
+#: edge counts below which :func:`_coo_to_csr` sorts with NumPy: a small graph's first
+#: call then never imports scipy.sparse (~0.1-0.2 s of a fresh process)
+NUMPY_BUILD_EDGES = 1 << 15
+
+
+def _coo_to_csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray,
+                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of the n x n CSR of the entries ``(rows, cols, data)``:
+    columns ascending within each row, duplicate entries summed.
+
+    From :data:`NUMPY_BUILD_EDGES` entries on SciPy's COO -> CSR conversion does it (a C++
+    counting sort by row, then an in-row sort and a duplicate merge: O(m + n), 2-5x
+    faster than a sort of the keys from 10,000 entries); below, one NumPy sort of the
+    keys, which needs no SciPy import. The same arrays either way (duplicate float
+    entries are summed in another order)."""
+    if rows.size >= NUMPY_BUILD_EDGES:
+        import scipy.sparse as sp
+
+        a = sp.csr_array((data, (rows, cols)), shape=(n, n))
+        a.sum_duplicates()
+        return a.indptr, a.indices, a.data
+    key = rows.astype(np.int64) * n + cols  # by row, then column
+    order = np.argsort(key)
+    key, rows, cols, data = key[order], rows[order], cols[order], data[order]
+    first = np.ones(key.size, dtype=bool)  # the first entry of each (row, column)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    if starts.size < rows.size:
+        data = np.add.reduceat(data, starts)
+        rows, cols = rows[starts], cols[starts]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, cols, data
 
 
 def _keep_last_duplicate(
