@@ -1,6 +1,7 @@
 """The CPU's two power steps, pull and blocked, measured on this machine.
 
     python benchmarks/cpu_engines.py [--out FILE] [--repeat N] [--rmat 20] [--quick]
+    python benchmarks/cpu_engines.py --methods [--alphas 0.85 0.95 0.99] [--out FILE]
 
 For each graph (the shared web graphs and an R-MAT graph): the per-step time of each
 engine (marginal: runs of 60 and 10 steps, interleaved, medians), the blocked layout's
@@ -10,6 +11,10 @@ processes, ``webrank rank FILE --device cpu --engine E --tol 1e-10`` (the layout
 once, kernels loaded from Numba's cache), and the methods ``auto`` chooses between at
 alpha 0.95 and 0.99 with the blocked step. Timings interleave the engines so that a
 noisy neighbour slows both; medians and minima are written to JSON with the machine.
+
+``--methods``: only the methods, on every graph, interleaved: power (auto step), gmres,
+Gauss-Seidel with 1, 2 and 4 row blocks (and the share of links inside their block),
+and auto, with each answer's L1 distance to a GMRES solve at tol 1e-14.
 """
 
 from __future__ import annotations
@@ -111,20 +116,44 @@ def measure_processes(path: Path, repeat: int) -> dict[str, Any]:
     return {e: {k: _stats(v) for k, v in r.items()} for e, r in runs.items()}
 
 
-def measure_methods(g: webrank.Graph, alphas: list[float]) -> list[dict[str, Any]]:
-    """``power`` (blocked step) against ``gmres`` and ``gauss-seidel`` at each alpha."""
+#: (label, pagerank options) of the methods compared
+METHODS = (("power", {"method": "power"}), ("gmres", {"method": "gmres"}),
+           ("gauss-seidel", {"method": "gauss-seidel"}),
+           ("gauss-seidel blocks=2", {"method": "gauss-seidel", "blocks": 2}),
+           ("gauss-seidel blocks=4", {"method": "gauss-seidel", "blocks": 4}),
+           ("auto", {"method": "auto"}))
+
+
+def measure_methods(g: webrank.Graph, alphas: list[float], repeat: int = 3,
+                    methods: tuple = METHODS) -> list[dict[str, Any]]:
+    """Whole solves to tol 1e-10 of each method at each alpha, interleaved run by run."""
+    from webrank.kernels.cpu_gauss_seidel import block_layout
+
     rows = []
+    inner = {b: block_layout(g.indptr, g.indices, np.zeros(0), b).inner_idx.size
+             / max(g.num_edges, 1) for b in (2, 4)}
     for alpha in alphas:
-        for method in ("power", "gmres", "gauss-seidel", "auto"):
-            def run(m: str = method, a: float = alpha) -> Any:
-                return webrank.pagerank(g, alpha=a, tol=TOL, max_iter=20000, device="cpu",
-                                        method=m)
-            r = run()
-            times = [_clock(run) for _ in range(3)]
-            rows.append({"alpha": alpha, "method": method, "ran": r.method,
-                         "engine": r.info.get("engine"), "matvecs": r.matvecs, **_stats(times)})
-            print(f"  alpha {alpha}: {method:13} ran {r.method:13} {r.matvecs:5} products "
-                  f"{statistics.median(times):.3f} s", flush=True)
+        ref = webrank.pagerank(g, alpha=alpha, tol=1e-14, max_iter=20000, device="cpu",
+                               method="gmres").scores
+
+        def run(opts: dict[str, Any], a: float = alpha) -> Any:
+            return webrank.pagerank(g, alpha=a, tol=TOL, max_iter=20000, device="cpu",
+                                    **opts)
+        first = {label: run(opts) for label, opts in methods}  # kernels loaded, caches
+        times: dict[str, list[float]] = {label: [] for label, _ in methods}
+        for _ in range(repeat):
+            for label, opts in methods:
+                times[label].append(_clock(lambda o=opts: run(o)))
+        for label, opts in methods:
+            r = first[label]
+            blocks = opts.get("blocks")
+            rows.append({"alpha": alpha, "method": label, "ran": r.method,
+                         "engine": r.info.get("engine"), "iterations": r.iterations,
+                         "matvecs": r.matvecs, "l1_to_reference": float(
+                             np.abs(r.scores - ref).sum()),
+                         "inner_link_share": inner.get(blocks), **_stats(times[label])})
+            print(f"  alpha {alpha}: {label:22} ran {r.method:13} {r.iterations:5} "
+                  f"iterations {statistics.median(times[label]):.3f} s", flush=True)
     return rows
 
 
@@ -134,11 +163,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--rmat", type=int, default=20, help="R-MAT scale (0: none)")
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no processes")
+    ap.add_argument("--methods", action="store_true", help="only the methods, every graph")
+    ap.add_argument("--alphas", type=float, nargs="+", default=[0.85, 0.95, 0.99])
     args = ap.parse_args()
     repeat = 2 if args.quick else args.repeat
     doc: dict[str, Any] = {"environment": environment(), "tol": TOL, "graphs": {}}
     graphs = [(name, DATA / f"{name}.txt.gz")
               for name in ("cnr-2000", "web-NotreDame", "soc-Epinions1")]
+    if args.methods:
+        for name, path in graphs:
+            print(f"{name}:", flush=True)
+            doc["graphs"][name] = measure_methods(webrank.load(path), args.alphas,
+                                                  max(2, repeat // 2))
+        write_json(doc, args.out)
+        print(f"wrote {args.out}")
+        return
     for name, path in graphs:
         g = webrank.load(path)
         res = doc["graphs"][name] = measure_graph(g, repeat)
@@ -170,7 +209,9 @@ def main() -> None:
                   f"{res['blocked']['wall']['median']:.2f} s "
                   f"(compute {res['blocked']['compute']['median']:.3f})", flush=True)
         print("methods on cnr-2000 (blocked power step):")
-        doc["methods_cnr-2000"] = measure_methods(webrank.load(graphs[0][1]), [0.95, 0.99])
+        doc["methods_cnr-2000"] = measure_methods(
+            webrank.load(graphs[0][1]), [0.95, 0.99],
+            methods=tuple(m for m in METHODS if "blocks" not in m[1]))
     write_json(doc, args.out)
     print(f"wrote {args.out}")
 

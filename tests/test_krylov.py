@@ -166,6 +166,58 @@ def test_gauss_seidel_sweeps_fewer_than_power():
     assert np.abs(p.scores - s.scores).sum() < 2e-8
 
 
+@pytest.mark.parametrize("blocks", [2, 3, 7])
+@pytest.mark.parametrize("alpha", [0.5, 0.85, 0.99])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gauss_seidel_blocks_exact(blocks, alpha, weighted):
+    # Gauss-Seidel inside blocks, Jacobi between them: the same answer as an exact solve
+    # with dangling nodes, self-loops, isolated nodes and v, d with zeros
+    g = random_graph(21, 300, 700, weighted=weighted, isolated=5)
+    rng = np.random.default_rng(3)
+    v, d = _dist(rng, g.n, 30), _dist(rng, g.n, 30)
+    exact = exact_pagerank(g, alpha, personalization=v, dangling=d)
+    r = webrank.pagerank(g, alpha=alpha, personalization=v, dangling=d, tol=1e-10,
+                         max_iter=20000, method="gauss-seidel", blocks=blocks)
+    assert r.converged and r.info["blocks"] == blocks
+    assert np.abs(r.scores - exact).sum() < 10 * 1e-10 / (1 - alpha)
+
+
+def test_gauss_seidel_blocks_do_not_depend_on_threads():
+    numba = pytest.importorskip("numba")
+    g = random_graph(22, 2000, 9000, weighted=True, isolated=4)
+    runs = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, before):
+            numba.set_num_threads(threads)
+            runs.append(webrank.pagerank(g, alpha=0.9, tol=1e-12, method="gauss-seidel",
+                                         blocks=4))
+    finally:
+        numba.set_num_threads(before)
+    assert runs[0].iterations == runs[1].iterations
+    np.testing.assert_array_equal(runs[0].scores, runs[1].scores)
+
+
+def test_gauss_seidel_one_block_is_the_classic_sweep():
+    # blocks=1 updates every node from the newest values: fewer sweeps than 16 blocks
+    g = random_graph(23, 400, 1600, weighted=False, isolated=2)
+    one = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel")
+    many = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel", blocks=16)
+    assert one.info["blocks"] == 1 and many.info["blocks"] == 16
+    assert one.iterations < many.iterations
+    assert np.abs(one.scores - many.scores).sum() < 4e-9
+    # more blocks than nodes: one node a block
+    tiny = webrank.Graph.from_edges(np.array([0, 1]), np.array([1, 2]))
+    assert webrank.pagerank(tiny, method="gauss-seidel", blocks=50).info["blocks"] == 3
+
+
+@pytest.mark.parametrize("blocks", [0, -1, 2.5, True, "4"])
+def test_gauss_seidel_bad_blocks(blocks):
+    g = random_graph(24, 30, 60, weighted=False)
+    with pytest.raises(ValueError, match="blocks must be a positive integer"):
+        webrank.pagerank(g, method="gauss-seidel", blocks=blocks)
+
+
 @pytest.mark.parametrize("method", LINEAR)
 def test_cli_method(tmp_path, method):
     from click.testing import CliRunner
