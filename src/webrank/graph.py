@@ -137,9 +137,8 @@ class Graph:
                 raise GraphFormatError(
                     f"weight has {w.size} entries for {src.size} edges", path=name
                 )
-            bad = ~np.isfinite(w) | (w < 0)
-            if bad.any():
-                k = int(np.argmax(bad))
+            k = first_bad_weight(w)
+            if k is not None:
                 raise GraphFormatError(
                     f"edge {k} has weight {w[k]!r}; weights must be finite and >= 0",
                     path=name,
@@ -456,6 +455,13 @@ class Graph:
         kind = "weighted" if self.is_weighted else "unweighted"
         src = f", name={self.name!r}" if self.name else ""
         return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
+
+
+def first_bad_weight(w: np.ndarray) -> int | None:
+    """Position of the first NaN, infinite or negative entry of ``w`` (weights must be
+    finite and >= 0), or None; every reader names it in its own terms."""
+    bad = ~np.isfinite(w) | (w < 0)
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:

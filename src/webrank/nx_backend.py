@@ -229,15 +229,16 @@ def convert_from_nx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=
 
     t0 = time.perf_counter()
     src, dst, w, nodes, index = _edge_arrays(G, weight, default)
+    from webrank.graph import Graph, first_bad_weight
+
     if w is not None and w.size:
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
+        k = first_bad_weight(w)
+        if k is not None:
             raise NotImplementedError(
-                f"edge attribute {weight!r} holds {w[int(np.argmax(bad))]!r}; webrank needs "
+                f"edge attribute {weight!r} holds {w[k]!r}; webrank needs "
                 "finite non-negative weights")
         if np.all(w == 1.0):
             w = None  # all ones: the unweighted kernels compute the same, faster
-    from webrank.graph import Graph
 
     graph = Graph.from_edges(src, dst, w, node_ids="range", num_nodes=len(nodes),
                              name=G.name or None)

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from webrank.errors import GraphFormatError
-from webrank.graph import Graph
+from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io._open import Progress, line_text, open_binary
 from webrank.io.options import ReadOptions, reader_options
@@ -569,9 +569,8 @@ def _slow_read(
     w = None
     if use_w:
         w = np.array(wts, dtype=np.float64)
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            k = int(np.argmax(bad))
+        k = first_bad_weight(w)
+        if k is not None:
             raise fail(k, f"weight {float(w[k])} is not allowed: weights must be finite and >= 0")
     if labels == "string":
         import pyarrow as pa

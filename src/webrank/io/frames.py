@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from webrank.errors import GraphFormatError
-from webrank.graph import Graph
+from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io.options import ReadOptions, reader_options
 
@@ -352,9 +352,8 @@ def _weights(col: Any, col_name: str, name: str | None) -> np.ndarray:
 
 def _check_weights(w: np.ndarray, where: Any, name: str | None) -> None:
     """Raise naming the first NaN, infinite or negative weight; ``where(k)`` names entry k."""
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        k = int(np.argmax(bad))
+    k = first_bad_weight(w)
+    if k is not None:
         raise GraphFormatError(
             f"{where(k)}: weight {float(w[k])} is not allowed; weights must be finite "
             "and >= 0",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from webrank.errors import GraphFormatError
-from webrank.graph import Graph
+from webrank.graph import Graph, first_bad_weight
 from webrank.io._open import line_text, open_binary
 from webrank.io.options import ReadOptions, reader_options
 
@@ -108,9 +108,8 @@ def read_mtx(
     w = None
     if field != "pattern" and weighted is not False:
         w = np.asarray(mat.data, dtype=np.float64)
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            k = int(np.argmax(bad))
+        k = first_bad_weight(w)
+        if k is not None:
             raise GraphFormatError(
                 f"entry ({mat.row[k] + 1}, {mat.col[k] + 1}) has value {float(w[k])}; edge "
                 "weights must be finite and >= 0",

@@ -160,9 +160,10 @@ def block_bounds(indptr: np.ndarray, blocks: int) -> np.ndarray:
     blocks of about equal in-links (fewer blocks than rows: at most ``n``)."""
     n = indptr.size - 1
     blocks = max(1, min(int(blocks), n))
+    # (ascending and within 0..n: the link counts cut are, and indptr ends at the last)
     cuts = np.searchsorted(indptr, np.linspace(0, indptr[-1], blocks + 1)).astype(np.int64)
     cuts[0], cuts[-1] = 0, n
-    return np.maximum.accumulate(np.minimum(cuts, n))
+    return cuts
 
 
 def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,

@@ -35,32 +35,33 @@ DEFAULT_BLOCKS = 1
 
 
 def _sweep_inputs(op: Any, blocks: int) -> dict[str, Any]:
-    """The kernel's arrays for the operator's graph and distributions (float64), the
-    block layout cached on the graph."""
+    """The kernel's arrays for the operator's graph and distributions (float64); the
+    block layout and the self-loop weights cached on the graph."""
     # the kernel module imports Numba: not when the solver registry loads (webrank.solvers)
     from webrank.kernels.cpu_gauss_seidel import block_layout, self_loop_weights
 
     g = op.graph
-    tv = g.transition_values()
-    # the operator's edge values (rounded to its dtype), so both solve the same system
-    vals = np.zeros(0) if tv is None else tv.astype(op.dtype).astype(np.float64)
+    weighted = g.weights is not None
     dangling = g.dangling
     with np.errstate(divide="ignore"):
         inv_out = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, g.out_weight))
+    key = ("gauss-seidel layout", int(blocks), str(np.dtype(op.dtype)) if weighted else None)
+    if key not in g._cache:
+        # the operator's edge values (rounded to its dtype), so both solve the same system
+        vals = (g.transition_values().astype(op.dtype).astype(np.float64) if weighted
+                else np.zeros(0))
+        g._cache[key] = (block_layout(g.indptr, g.indices, vals, blocks),
+                         self_loop_weights(g.indptr, g.indices, vals, inv_out))
+    layout, self_weight = g._cache[key]
     n = g.n
     uniform = np.array([1.0 / n])
     v = np.ascontiguousarray(uniform if op.uniform_v else op.to_host(op.teleport()),
                              dtype=np.float64)
     d = np.ascontiguousarray(uniform if op.uniform_d else op.to_host(op.dangling_dist()),
                              dtype=np.float64)
-    self_weight = self_loop_weights(g.indptr, g.indices, vals, inv_out)
     d_own = np.where(dangling, d if d.size > 1 else d[0], 0.0)
-    key = ("gauss-seidel layout", int(blocks), str(np.dtype(op.dtype)) if tv is not None
-           else None)
-    if key not in g._cache:
-        g._cache[key] = block_layout(g.indptr, g.indices, vals, blocks)
-    return {"layout": g._cache[key], "scale": inv_out if tv is None else np.ones(n),
-            "v": v, "d": d, "dangling": dangling, "self_weight": self_weight,
+    return {"layout": layout, "scale": np.ones(n) if weighted else inv_out, "v": v, "d": d,
+            "dangling": dangling, "self_weight": self_weight,
             "row_scale": 1.0 / (1.0 - op.alpha * (self_weight + d_own))}
 
 
