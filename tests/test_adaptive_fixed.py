@@ -155,6 +155,26 @@ def test_fixed_hub_row_cannot_overflow():
         assert np.abs(r.scores - ref.scores).sum() < 1e-10
 
 
+def test_fixed_scores_are_the_q63_vector_over_its_exact_total():
+    # the device-independent normalisation: the integer vector divided by its integer
+    # total, not renormalised by a float sum (whose order differs between devices)
+    from webrank.backends import make_operator
+    from webrank.solvers.fixed import fixed, fixed_constants
+
+    g = random_graph(6, 2000, 30000, weighted=True, isolated=3)
+    r = webrank.pagerank(g, tol=1e-13, method="fixed", device="cpu")
+    op = make_operator(g, device="cpu", alpha=0.85, personalization=None, dangling=None,
+                       dtype="float64")
+    raw = op.fixed_steps(to_q63(np.full(g.n, 1.0 / g.n)), product=PRODUCT_EXACT, tol=1e-13,
+                         max_steps=1000, criterion="l1",
+                         **fixed_constants(op))
+    total = int(raw.x.sum(dtype=np.uint64))
+    np.testing.assert_array_equal(r.scores, raw.x.astype(np.float64) / float(total))
+    assert abs(r.scores.sum() - 1.0) < 1e-14
+    assert fixed(op, np.full(g.n, 1.0 / g.n), tol=1e-13, max_iter=1000,
+                 criterion="l1").normalized
+
+
 def test_fixed_criteria_and_options():
     g = graph_of(SEED_SIX)
     for criterion in ("l1", "l2", "linf"):

@@ -201,8 +201,10 @@ def test_gauss_seidel_blocks_do_not_depend_on_threads():
 def test_gauss_seidel_one_block_is_the_classic_sweep():
     # blocks=1 updates every node from the newest values: fewer sweeps than 16 blocks
     g = random_graph(23, 400, 1600, weighted=False, isolated=2)
-    one = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel")
-    many = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel", blocks=16)
+    one = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel", blocks=1,
+                           anderson=0)
+    many = webrank.pagerank(g, alpha=0.95, tol=1e-10, method="gauss-seidel", blocks=16,
+                            anderson=0)
     assert one.info["blocks"] == 1 and many.info["blocks"] == 16
     assert one.iterations < many.iterations
     assert np.abs(one.scores - many.scores).sum() < 4e-9
@@ -249,3 +251,76 @@ def test_web_notredame_alpha_099_matches_power(notredame_power, method):
     assert np.abs(r.scores - p.scores).sum() < 1e-8
     # measured: power 1598 products, gmres 344, bicgstab 506, gauss-seidel 785
     assert r.matvecs < p.matvecs / 2
+
+
+# -- Gauss-Seidel with Anderson mixing ----------------------------------------------------
+def test_anderson_weights_minimise_the_mixed_residual():
+    from webrank.solvers.anderson import mixing_weights
+
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=(4, 50))
+    a = mixing_weights(f @ f.T)
+    assert a is not None and a.sum() == pytest.approx(1.0)
+    best = np.linalg.norm(a @ f)
+    for _ in range(200):  # any other affine combination is no better
+        b = a + rng.normal(scale=0.1, size=4)
+        b += (1.0 - b.sum()) / 4
+        assert np.linalg.norm(b @ f) >= best - 1e-12
+    assert mixing_weights(np.zeros((2, 2))) is None  # a zero residual: nothing to mix
+    assert mixing_weights(np.full((2, 2), np.nan)) is None
+    dependent = np.array([[1.0, 1.0], [1.0, 1.0]])  # the same residual twice
+    w = mixing_weights(dependent)
+    assert w is None or np.abs(w).sum() <= 1e4
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gauss_seidel_anderson_needs_fewer_sweeps_same_answer(weighted):
+    g = random_graph(24, 3000, 15000, weighted=weighted, isolated=7)
+    rng = np.random.default_rng(9)
+    v = _dist(rng, g.n, 100)
+    exact = exact_pagerank(g, 0.95, personalization=v)
+    plain = webrank.pagerank(g, alpha=0.95, personalization=v, tol=1e-11,
+                             method="gauss-seidel", blocks=2, anderson=0, max_iter=5000)
+    mixed = webrank.pagerank(g, alpha=0.95, personalization=v, tol=1e-11,
+                             method="gauss-seidel", blocks=2, max_iter=5000)
+    assert mixed.info["anderson"] == 5 and mixed.info["mixes"] > 0
+    assert mixed.iterations < 0.7 * plain.iterations
+    for r in (plain, mixed):
+        assert r.converged and r.residuals[-1] < 1e-11
+        assert np.abs(r.scores - exact).sum() < 10 * 1e-11 / (1 - 0.95)
+
+
+def test_gauss_seidel_defaults_to_one_block_per_thread():
+    from webrank.kernels.cpu import num_threads
+
+    g = random_graph(25, 400, 1600, weighted=False, isolated=2)
+    r = webrank.pagerank(g, tol=1e-10, method="gauss-seidel")
+    assert r.info["blocks"] == min(num_threads(), g.n)
+
+
+@pytest.mark.parametrize(("option", "value"), [("anderson", -1), ("anderson", 1.5),
+                                                ("anderson_every", 0),
+                                                ("anderson_every", True)])
+def test_gauss_seidel_bad_anderson_options(option, value):
+    g = random_graph(26, 50, 100, weighted=False)
+    with pytest.raises(ValueError, match=option):
+        webrank.pagerank(g, method="gauss-seidel", **{option: value})
+
+
+@pytest.mark.parametrize("blocks", [1, 3, 8])
+def test_gauss_seidel_layout_keeps_every_link(blocks):
+    from webrank.kernels.cpu_gauss_seidel import block_layout
+
+    g = random_graph(27, 500, 3000, weighted=True, isolated=3)
+    vals = g.transition_values()
+    lay = block_layout(g.indptr, g.indices, vals, blocks)
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    starts = np.repeat(g.indptr[:-1] + lay.inner, np.diff(g.indptr))
+    across = np.arange(g.num_edges) >= starts
+    sources = np.where(across, lay.halo[np.where(across, lay.indices, 0)] if lay.halo.size
+                       else 0, lay.indices)
+    block_of = np.searchsorted(lay.bounds, np.arange(g.n), side="right") - 1
+    assert np.all((block_of[sources] == block_of[rows]) != across)  # own block first
+    got = sorted(zip(rows.tolist(), sources.tolist(), lay.vals.tolist(), strict=True))
+    want = sorted(zip(rows.tolist(), g.indices.tolist(), vals.tolist(), strict=True))
+    assert got == want

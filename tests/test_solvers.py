@@ -91,3 +91,8 @@ def test_auto_picks_by_device_threads_and_alpha(monkeypatch):
     monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 32)
     many = webrank.pagerank(g, alpha=0.99, tol=1e-10, device="cpu", max_iter=5000)
     assert many.method == "power"
+    # graphs on the Numba kernels (engine="pull" forces them here): Gauss-Seidel
+    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 2)
+    big = webrank.pagerank(g, alpha=0.85, tol=1e-10, device="cpu", engine="pull")
+    assert big.method == "gauss-seidel" and "blocks" in big.info["auto_reason"]
+    assert np.abs(big.scores - exact_pagerank(g, 0.85)).sum() < 1e-8

@@ -167,11 +167,11 @@ def pagerank(
 
     x = out.x
     on_device = op.xp is not np
-    if on_device:  # normalise where the vector is: one pass there, none on the host
+    if on_device and not out.normalized:  # normalise where the vector is: one pass there
         total = float(x.sum())
         x = x / total if total > 0 else x
     scores = op.to_host(x).astype(np.float64, copy=False)
-    if not on_device:
+    if not on_device and not out.normalized:
         total = scores.sum()
         if total > 0:
             scores /= total  # a fresh array or the solver's own: no copy of n floats

@@ -115,9 +115,12 @@ class CPUOperator(PageRankOperator):
             self._pt()
 
     def propagate(self, x: Any) -> np.ndarray:
-        if self._vals.size:
-            return self._pt() @ x
-        return self._pt() @ (x * self._inv_out)
+        xs = x if self._vals.size else x * self._inv_out
+        if self.kernel == "numba":  # rows in parallel, each summed in order: SciPy's bits
+            g = self.graph
+            return kernels.row_range_sums(g.indptr[:-1], g.indptr[1:], g.indices,
+                                          self._vals, xs, np.empty(self.n))
+        return self._pt() @ xs
 
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str,

@@ -16,14 +16,12 @@ from numba import njit, prange
 
 
 @njit(inline="always")
-def row_sum(indptr, indices, vals, xs, i):  # pragma: no cover - compiled
-    """``sum over k in row i of (vals[k] *) xs[indices[k]]`` in float64, in two
+def range_sum(indices, vals, xs, k, end):  # pragma: no cover - compiled
+    """``sum over k <= e < end of (vals[e] *) xs[indices[e]]`` in float64, in two
     interleaved sums (even and odd links): one chain of dependent adds per row would
     make the add's latency, not memory, the pull step's bound."""
     a0 = 0.0
     a1 = 0.0
-    k = indptr[i]
-    end = indptr[i + 1]
     if vals.size > 0:  # products in float64 (float32 values times float32 xs would round)
         while k + 1 < end:
             a0 += np.float64(vals[k]) * xs[indices[k]]
@@ -39,6 +37,12 @@ def row_sum(indptr, indices, vals, xs, i):  # pragma: no cover - compiled
         if k < end:
             a0 += xs[indices[k]]
     return a0 + a1
+
+
+@njit(inline="always")
+def row_sum(indptr, indices, vals, xs, i):  # pragma: no cover - compiled
+    """:func:`range_sum` of row ``i`` of a CSR."""
+    return range_sum(indices, vals, xs, indptr[i], indptr[i + 1])
 
 
 @njit(inline="always")

@@ -27,6 +27,10 @@ class SolverOutput:
     residuals: np.ndarray
     converged: bool
     info: dict[str, Any] = field(default_factory=dict)
+    #: ``x`` already sums to 1 as the solver defines it and is returned as is: a float
+    #: sum taken again would add in a device-dependent order and move ulps (``fixed``
+    #: divides by its exact integer total, so both devices return the same bits)
+    normalized: bool = False
 
 
 SolverFn = Callable[..., SolverOutput]

@@ -8,13 +8,17 @@ in ``docs/solvers.md``):
   on these graphs, less than one Krylov iteration's host round trip: at alpha 0.99
   power takes 58 ms against GMRES's 236 ms on cnr-2000 (H100) although GMRES needs 6.6x
   fewer products; every other method is slower per step too.
-* **CPU, at most ``FEW_THREADS`` threads** — ``gmres`` from ``alpha >= KRYLOV_MIN_ALPHA``,
-  else ``power``. On 2 cores at alpha 0.99, GMRES took 5.6 s against power's 8.1 s on
-  cnr-2000 and 6.1 s against 6.2 s on web-NotreDame; at 0.95 and below power was fastest
-  (Gauss–Seidel, one thread, needs half the passes but each costs 2.3x a 2-thread power
-  step; 1.2x slower than power at 0.95).
-* **CPU, more threads** — ``power``: its step scales with the threads while GMRES's
-  vector work is single-threaded NumPy (reasoned, not measured on such a machine).
+* **CPU, at most ``FEW_THREADS`` threads, graphs on the Numba kernels** (from
+  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` links) — ``gauss-seidel``: one block
+  per thread, Anderson-mixed every two sweeps. On 2 cores at tol 1e-10 it was the
+  fastest method at every alpha measured (0.85-0.99) on cnr-2000, web-NotreDame and
+  soc-Epinions1: 1.3x power at 0.85, 4-7x power and 2.5-5x GMRES at 0.99
+  (``benchmarks/cpu_engines.py --methods``; docs/solvers.md).
+* **CPU, smaller graphs** (the serial SciPy step, no Numba import) — ``gmres`` from
+  ``alpha >= KRYLOV_MIN_ALPHA``, else ``power``.
+* **CPU, more threads** — ``power``: its step scales with the threads; Gauss-Seidel's
+  blocks (one per thread) cost sweeps as they multiply (not measured on such a
+  machine).
 
 ``info`` says what was picked and why; ``result.method`` is the method that ran.
 """
@@ -38,10 +42,13 @@ def choose_method(op: Any) -> tuple[str, str]:
     threads = num_threads()
     if threads > FEW_THREADS:
         return "power", f"CPU with {threads} threads: the parallel power step"
+    if getattr(op, "kernel", None) == "numba":
+        return "gauss-seidel", (f"CPU with {threads} threads: Gauss-Seidel in {threads} "
+                                "blocks, Anderson-mixed")
     if op.alpha >= KRYLOV_MIN_ALPHA:
-        return "gmres", (f"CPU with {threads} threads, alpha >= {KRYLOV_MIN_ALPHA}: GMRES "
-                         "needs 4.6-6.6x fewer products")
-    return "power", f"CPU, alpha < {KRYLOV_MIN_ALPHA}: the parallel power step"
+        return "gmres", (f"small graph on the serial step, alpha >= {KRYLOV_MIN_ALPHA}: "
+                         "GMRES needs 4.6-6.6x fewer products")
+    return "power", f"small graph, alpha < {KRYLOV_MIN_ALPHA}: the serial power step"
 
 
 @register("auto")
