@@ -13,8 +13,10 @@ alpha 0.95 and 0.99 with the blocked step. Timings interleave the engines so tha
 noisy neighbour slows both; medians and minima are written to JSON with the machine.
 
 ``--methods``: only the methods, on every graph, interleaved: power (auto step), gmres,
-Gauss-Seidel with 1, 2 and 4 row blocks (and the share of links inside their block),
-and auto, with each answer's L1 distance to a GMRES solve at tol 1e-14.
+Gauss-Seidel as auto runs it (one block per thread, Anderson-mixed: depth 5 every 2
+sweeps), with depth 3 every 3, without mixing, and the classic one-block sweep (with the
+share of links inside their block), and auto, with each answer's L1 distance to a GMRES
+solve at tol 1e-14.
 """
 
 from __future__ import annotations
@@ -119,19 +121,23 @@ def measure_processes(path: Path, repeat: int) -> dict[str, Any]:
 #: (label, pagerank options) of the methods compared
 METHODS = (("power", {"method": "power"}), ("gmres", {"method": "gmres"}),
            ("gauss-seidel", {"method": "gauss-seidel"}),
-           ("gauss-seidel blocks=2", {"method": "gauss-seidel", "blocks": 2}),
-           ("gauss-seidel blocks=4", {"method": "gauss-seidel", "blocks": 4}),
+           ("gauss-seidel anderson=3 every=3",
+            {"method": "gauss-seidel", "anderson": 3, "anderson_every": 3}),
+           ("gauss-seidel anderson=0", {"method": "gauss-seidel", "anderson": 0}),
+           ("gauss-seidel blocks=1 anderson=0",
+            {"method": "gauss-seidel", "blocks": 1, "anderson": 0}),
            ("auto", {"method": "auto"}))
 
 
 def measure_methods(g: webrank.Graph, alphas: list[float], repeat: int = 3,
                     methods: tuple = METHODS) -> list[dict[str, Any]]:
     """Whole solves to tol 1e-10 of each method at each alpha, interleaved run by run."""
-    from webrank.kernels.cpu_gauss_seidel import block_layout
+    from webrank.kernels.cpu import num_threads
+    from webrank.kernels.cpu_gauss_seidel import block_layout, inner_link_share
 
     rows = []
-    inner = {b: block_layout(g.indptr, g.indices, np.zeros(0), b).inner_idx.size
-             / max(g.num_edges, 1) for b in (2, 4)}
+    inner = {b: inner_link_share(block_layout(g.indptr, g.indices, np.zeros(0), b))
+             for b in {1, num_threads()}}
     for alpha in alphas:
         ref = webrank.pagerank(g, alpha=alpha, tol=1e-14, max_iter=20000, device="cpu",
                                method="gmres").scores
@@ -144,12 +150,13 @@ def measure_methods(g: webrank.Graph, alphas: list[float], repeat: int = 3,
         for _ in range(repeat):
             for label, opts in methods:
                 times[label].append(_clock(lambda o=opts: run(o)))
-        for label, opts in methods:
+        for label, _opts in methods:
             r = first[label]
-            blocks = opts.get("blocks")
+            blocks = r.info.get("blocks")
             rows.append({"alpha": alpha, "method": label, "ran": r.method,
                          "engine": r.info.get("engine"), "iterations": r.iterations,
-                         "matvecs": r.matvecs, "l1_to_reference": float(
+                         "matvecs": r.matvecs, "mixes": r.info.get("mixes"),
+                         "l1_to_reference": float(
                              np.abs(r.scores - ref).sum()),
                          "inner_link_share": inner.get(blocks), **_stats(times[label])})
             print(f"  alpha {alpha}: {label:22} ran {r.method:13} {r.iterations:5} "

@@ -229,13 +229,31 @@ def networkx_reference_scipy(g: Graph) -> np.ndarray:
     pytest.param("gpu", "float32", "auto", marks=pytest.mark.gpu)])
 def test_real_datasets_agree_with_networkx(real_graphs, name, device, dtype, engine):
     g, ref = real_graphs(name)
-    r = webrank.pagerank(g, tol=1e-10, device=device, dtype=dtype, engine=engine)
+    # on the CPU the power step's engines (auto's method there is Gauss-Seidel, below)
+    method = "power" if device == "cpu" else "auto"
+    r = webrank.pagerank(g, tol=1e-10, device=device, dtype=dtype, engine=engine,
+                         method=method)
     if device == "cpu":
         assert r.info["engine"] == ("blocked" if engine == "auto" else engine)
     err = np.abs(r.scores - ref).sum()
     assert err < 1e-6, err
     if dtype == "float64":
         assert err < 1e-9, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REAL_CASES)
+@pytest.mark.parametrize("alpha", [0.85, 0.99])
+def test_real_datasets_gauss_seidel_anderson(real_graphs, name, alpha):
+    # the CPU's auto method on the real graphs, against networkx (0.85) or a power
+    # solve to 1e-13 (0.99): within the power residual's bound tol / (1 - alpha)
+    g, ref = real_graphs(name)
+    if alpha != 0.85:
+        ref = webrank.pagerank(g, alpha=alpha, tol=1e-13, max_iter=20000, method="power",
+                               device="cpu").scores
+    r = webrank.pagerank(g, alpha=alpha, tol=1e-10, device="cpu", method="gauss-seidel")
+    assert r.converged and r.info["mixes"] > 0
+    assert np.abs(r.scores - ref).sum() < 1e-10 / (1 - alpha)
 
 
 @pytest.mark.gpu

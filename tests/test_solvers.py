@@ -88,11 +88,12 @@ def test_auto_picks_by_device_threads_and_alpha(monkeypatch):
     assert low.method == "power" and high.method == "gmres"
     assert "alpha" in high.info["auto_reason"]
     assert np.abs(high.scores - exact_pagerank(g, 0.99)).sum() < 1e-7
-    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 32)
-    many = webrank.pagerank(g, alpha=0.99, tol=1e-10, device="cpu", max_iter=5000)
-    assert many.method == "power"
-    # graphs on the Numba kernels (engine="pull" forces them here): Gauss-Seidel
-    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 2)
+    # graphs on the Numba kernels (engine="pull" forces them here): Gauss-Seidel on few
+    # threads; on many, power unless alpha is high
     big = webrank.pagerank(g, alpha=0.85, tol=1e-10, device="cpu", engine="pull")
     assert big.method == "gauss-seidel" and "blocks" in big.info["auto_reason"]
     assert np.abs(big.scores - exact_pagerank(g, 0.85)).sum() < 1e-8
+    monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 32)
+    many = [webrank.pagerank(g, alpha=a, tol=1e-10, device="cpu", engine="pull",
+                             max_iter=5000).method for a in (0.85, 0.99)]
+    assert many == ["power", "gauss-seidel"]
