@@ -175,7 +175,6 @@ def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
 
     ``vals``: float64 per-link values of a weighted graph (empty: unweighted)."""
     bounds = block_bounds(indptr, blocks)
-    n = indptr.size - 1
     if bounds.size == 2:  # one block: every link is its own block's
         return BlockLayout(bounds, indptr, np.diff(indptr).astype(np.int32), indices, vals,
                            np.zeros(0, dtype=np.int64))
@@ -185,7 +184,6 @@ def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
     sources = ordered[across]
     halo = np.unique(sources).astype(np.int64)
     ordered[across] = np.searchsorted(halo, sources).astype(ordered.dtype)
-    assert halo.size <= n
     return BlockLayout(bounds, indptr, inner, ordered, ordered_vals, halo)
 
 

@@ -11,9 +11,10 @@ thread, Gauss-Seidel inside a block and Jacobi between blocks, at a few more swe
 Every ``anderson_every`` sweeps the iterate is replaced by the Anderson mixture of the
 last ``anderson + 1`` (:mod:`webrank.solvers.anderson`): the sweeps are the fixed-point
 map, the mixing its extrapolation. On the shared web graphs at tol 1e-10 (2 blocks) this
-cuts the sweeps from 62 to 44 (cnr-2000), 82 to 36 (web-NotreDame) and 80 to 32
-(soc-Epinions1) at alpha 0.85, and 795 to 224, 1281 to 174, 1045 to 112 at 0.99,
-fewer passes than GMRES at a fraction of its vector work (docs/solvers.md).
+cuts the sweeps from 65 to 45 (cnr-2000), 88 to 42 (web-NotreDame) and 102 to 46
+(soc-Epinions1) at alpha 0.85, and 837 to 248, 1287 to 168, 1646 to 189 at 0.99 —
+fewer passes than GMRES at a fraction of its vector work
+(``benchmarks/results/cpu_methods.json``; docs/solvers.md).
 
 Stopping rule: the power method's, ``||b - A x|| < tol`` for the sweep vector ``x``
 (the change one power step would make, see :mod:`webrank.solvers.krylov`), confirmed by
