@@ -314,13 +314,18 @@ def test_gauss_seidel_layout_keeps_every_link(blocks):
     g = random_graph(27, 500, 3000, weighted=True, isolated=3)
     vals = g.transition_values()
     lay = block_layout(g.indptr, g.indices, vals, blocks)
-    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
-    starts = np.repeat(g.indptr[:-1] + lay.inner, np.diff(g.indptr))
-    across = np.arange(g.num_edges) >= starts
-    sources = np.where(across, lay.halo[np.where(across, lay.indices, 0)] if lay.halo.size
-                       else 0, lay.indices)
+    zero_slot = lay.buffer_size - 1
+    assert zero_slot == g.n + lay.halo.size
+    assert np.all(np.diff(lay.indptr) % 2 == 0)  # every row even, padded by one at most
+    assert np.all(np.diff(lay.indptr) - np.diff(g.indptr) <= 1)
+    rows = np.repeat(np.arange(g.n), np.diff(lay.indptr))
+    real = lay.indices != zero_slot
+    assert np.all(lay.vals[~real] == 0) and not np.any(g.indices == zero_slot)
+    rows, idx = rows[real], lay.indices[real]
+    across = idx >= g.n
+    sources = np.where(across, lay.halo[np.where(across, idx - g.n, 0)]
+                       if lay.halo.size else -1, idx)
     block_of = np.searchsorted(lay.bounds, np.arange(g.n), side="right") - 1
-    assert np.all((block_of[sources] == block_of[rows]) != across)  # own block first
-    got = sorted(zip(rows.tolist(), sources.tolist(), lay.vals.tolist(), strict=True))
-    want = sorted(zip(rows.tolist(), g.indices.tolist(), vals.tolist(), strict=True))
-    assert got == want
+    assert np.all((block_of[sources] != block_of[rows]) == across)  # halo: other blocks
+    assert (across.any() or blocks == 1) and np.array_equal(sources, g.indices)
+    assert np.array_equal(lay.vals[real], vals)  # each row's links in the graph's order

@@ -30,14 +30,15 @@ whatever the thread count.
 (``1/out-degree`` unweighted, 1 weighted, whose per-link values carry the scaling) in
 place: a link from the row's own block reads ``u`` as the sweep left it, which is
 Gauss-Seidel. A link from another block must read that block's value at the sweep's
-start, so :func:`block_layout` orders each row's links as those from its own block
-first, then the rest, ``inner[i]`` apart, and points the rest into the *halo*: the
-values ``u[halo]`` of the nodes read across blocks, copied before each sweep (a few
-percent of the nodes on web graphs, whose links mostly stay near their rows). One
-block (the classic sweep) is the graph's own CSR. Per row the sweep streams its links
-and six numbers (``indptr``, ``inner``, ``row_scale`` in float32, ``scale``, ``x``,
-``u``); a row's diagonal ``alpha M_ii`` is folded into ``row_scale = 1 / (1 - alpha
-M_ii)``:
+start: :func:`block_layout` points it past the end of ``u``, into the *halo*, the values
+``u[halo]`` of the nodes read across blocks, copied before each sweep (a few percent of
+the nodes on web graphs, whose links mostly stay near their rows). ``u`` and its halo
+are one buffer, so a row's links are one loop whichever block they come from (two loops,
+own block first, cost cnr-2000's 2-thread sweep 20% more: each short loop's exit is a
+mispredicted branch). One block (the classic sweep) is the graph's own CSR. Per row the
+sweep streams its links and five numbers (``indptr``, ``row_scale`` in float32,
+``scale``, ``x``, ``u``); a row's diagonal ``alpha M_ii`` is folded into ``row_scale = 1
+/ (1 - alpha M_ii)``:
 
 .. math::
 
@@ -47,8 +48,8 @@ M_ii)``:
 
 the sum taken over every in-link, the row's self-loop (read at its old value) included.
 One in-place vector and one loop per row (rather than two buffers and two loops) made
-the one-thread sweep of cnr-2000 7.6 -> 5.3 ms: the exit of each short row loop is a
-mispredicted branch, and the row count, not the link count, then bounds the sweep.
+the one-thread sweep of cnr-2000 7.6 -> 5.3 ms: the row count, not the link count,
+bounds the sweep.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ from webrank.kernels.cpu import CRITERION_CODE, HAVE_NUMBA
 if HAVE_NUMBA:
     from numba import njit, prange
 
-    from webrank.kernels.cpu_numba import add_residual, range_sum
+    from webrank.kernels.cpu_anderson import NO_RECORD, Record, record_row
+    from webrank.kernels.cpu_numba import add_residual, pair_sums
 else:  # pragma: no cover - exercised only without numba
-
     def njit(*_args, **_kwargs):
         return lambda f: f
 
@@ -72,45 +73,37 @@ else:  # pragma: no cover - exercised only without numba
 
 
 class BlockLayout(NamedTuple):
-    """A graph's in-links, each row's from its own block first (:func:`block_layout`)."""
+    """A graph's in-links for the sweep (:func:`block_layout`): links across blocks point
+    into the halo, and each row has an even number of links."""
 
     bounds: np.ndarray  # int64, blocks + 1 row offsets
-    indptr: np.ndarray  # the graph's: row i's links are indptr[i]:indptr[i + 1]
-    inner: np.ndarray  # int32, n: the first inner[i] come from i's own block (ids)
-    indices: np.ndarray  # ... the rest from other blocks: positions in halo
-    vals: np.ndarray  # float64 per link (weighted graphs), else empty
-    halo: np.ndarray  # the nodes read across blocks (sorted ids)
+    indptr: np.ndarray  # int64: row i's links are indptr[i]:indptr[i + 1], an even count
+    indices: np.ndarray  # source ids j < n from i's own block, n + (position in halo)
+    #                      from another, the zero slot n + halo.size for a padding link
+    vals: np.ndarray  # float64 per-link values (weighted graphs; 0 padding), else empty
+    halo: np.ndarray  # int64: the nodes read across blocks (sorted ids)
+
+    @property
+    def buffer_size(self) -> int:
+        """Length of the sweep's ``u``: the nodes, the halo, the zero slot."""
+        return self.indptr.size + self.halo.size
 
 
 @njit(parallel=True, cache=True)
-def _split(indptr, indices, vals, bounds):  # pragma: no cover - compiled
-    """``(inner, indices, vals)`` of :class:`BlockLayout` with node ids in both parts,
-    blocks in parallel (a row's links keep their order in each part)."""
-    n = indptr.size - 1
-    weighted = vals.size > 0
-    inner_count = np.empty(n, dtype=np.int32)
-    out_idx = np.empty_like(indices)
-    out_vals = np.empty_like(vals)
+def _across(indptr, indices, bounds):  # pragma: no cover - compiled
+    """Per link: whether its source lies outside its row's block (blocks in parallel)."""
+    out = np.empty(indices.size, dtype=np.bool_)
     for b in prange(bounds.size - 1):
         lo, hi = bounds[b], bounds[b + 1]
-        for i in range(lo, hi):
-            a = indptr[i]
-            for own in (True, False):
-                for k in range(indptr[i], indptr[i + 1]):
-                    j = indices[k]
-                    if (lo <= j < hi) == own:
-                        out_idx[a] = j
-                        if weighted:
-                            out_vals[a] = vals[k]
-                        a += 1
-                if own:
-                    inner_count[i] = a - indptr[i]
-    return inner_count, out_idx, out_vals
+        for k in range(indptr[lo], indptr[hi]):
+            out[k] = not lo <= indices[k] < hi
+    return out
 
 
 @njit(parallel=True, cache=True, fastmath=False)
-def _block_sweep(bounds, indptr, inner, indices, vals, scale, v, d, dangling, row_scale,
-                 alpha, dm, crit, x, u, u_halo, partial):  # pragma: no cover - compiled
+def _block_sweep(bounds, indptr, indices, vals, scale, v, d, dangling, row_scale, alpha,
+                 dm, crit, x, u, partial, record, F, G,
+                 slot):  # pragma: no cover - compiled
     # a uniform v or d is one number, read at index 0 (stride 0): no branch per row
     v_stride = 0 if v.size == 1 else 1
     d_stride = 0 if d.size == 1 else 1
@@ -121,10 +114,8 @@ def _block_sweep(bounds, indptr, inner, indices, vals, scale, v, d, dangling, ro
         mass = 0.0  # of the block's new dangling values (for the next sweep, not this one)
         for i in range(bounds[b], bounds[b + 1]):
             old = x[i]
-            k = indptr[i]
-            split = k + inner[i]
-            acc = (range_sum(indices, vals, u, k, split)
-                   + range_sum(indices, vals, u_halo, split, indptr[i + 1]))
+            a0, a1, _ = pair_sums(indices, vals, u, indptr[i], indptr[i + 1])  # (even)
+            acc = a0 + a1
             s = np.float64(row_scale[i])
             new = ((alpha * acc + dist_scale * d[i * d_stride] + tele_scale * v[i * v_stride])
                    * s - (s - 1.0) * old)
@@ -132,6 +123,8 @@ def _block_sweep(bounds, indptr, inner, indices, vals, scale, v, d, dangling, ro
             u[i] = new * scale[i]
             mass += new if dangling[i] else 0.0
             change = add_residual(change, abs(new - old), crit)
+            if record:  # (the same every row: predicted)
+                record_row(i, new, old, F, G, slot)
         partial[b, 0] = change
         partial[b, 1] = mass
 
@@ -169,34 +162,49 @@ def block_bounds(indptr: np.ndarray, blocks: int) -> np.ndarray:
 
 def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                  blocks: int) -> BlockLayout:
-    """The in-link CSR ordered for :func:`block_sweep`: ``blocks`` row blocks of about
-    equal links (:func:`block_bounds`), each row's links from its own block first, the
-    rest pointing into the halo (see the module docstring).
+    """The in-link CSR for :func:`block_sweep`: ``blocks`` row blocks of about equal work
+    (:func:`block_bounds`), each link from another block pointing into the halo, each
+    row with an odd number of links padded with a link to the zero slot (see the module
+    docstring).
 
     ``vals``: float64 per-link values of a weighted graph (empty: unweighted)."""
+    n = indptr.size - 1
     bounds = block_bounds(indptr, blocks)
-    if bounds.size == 2:  # one block: every link is its own block's
-        return BlockLayout(bounds, indptr, np.diff(indptr).astype(np.int32), indices, vals,
-                           np.zeros(0, dtype=np.int64))
-    inner, ordered, ordered_vals = _split(indptr, indices, vals, bounds)
+    if bounds.size > 2:
+        across = _across(indptr, indices, bounds)
+        sources = indices[across]
+        halo = np.unique(sources).astype(np.int64)
+    else:  # one block: every link is its own block's
+        across, halo = None, np.zeros(0, dtype=np.int64)
+    zero_slot = n + halo.size
+    dtype = np.int32 if zero_slot <= np.iinfo(np.int32).max else np.int64
     row_len = np.diff(indptr)
-    across = np.arange(ordered.size) >= np.repeat(indptr[:-1] + inner, row_len)
-    sources = ordered[across]
-    halo = np.unique(sources).astype(np.int64)
-    ordered[across] = np.searchsorted(halo, sources).astype(ordered.dtype)
-    return BlockLayout(bounds, indptr, inner, ordered, ordered_vals, halo)
+    pads_before = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(row_len & 1, out=pads_before[1:])
+    padded_ptr = indptr + pads_before
+    where = np.arange(indices.size) + np.repeat(pads_before[:-1], row_len)
+    padded = np.full(int(padded_ptr[-1]), zero_slot, dtype=dtype)
+    padded[where] = indices
+    if across is not None:
+        padded[where[across]] = n + np.searchsorted(halo, sources)
+    padded_vals = np.zeros(padded.size if vals.size else 0)
+    if vals.size:
+        padded_vals[where] = vals
+    return BlockLayout(bounds, padded_ptr, padded, padded_vals, halo)
 
 
 def inner_link_share(layout: BlockLayout) -> float:
     """The share of links read inside their own block (Gauss-Seidel, not Jacobi)."""
-    return int(layout.inner.sum(dtype=np.int64)) / max(1, int(layout.indptr[-1]))
+    n = layout.indptr.size - 1
+    links = np.count_nonzero(layout.indices != n + layout.halo.size)
+    return int(np.count_nonzero(layout.indices < n)) / max(1, int(links))
 
 
 def block_sweep(layout: BlockLayout, scale: np.ndarray, v: np.ndarray, d: np.ndarray,
                 dangling: np.ndarray, row_scale: np.ndarray, alpha: float, dm: float,
-                criterion: str, x: np.ndarray, u: np.ndarray, u_halo: np.ndarray,
-                partial: np.ndarray) -> tuple[float, float]:
-    """One sweep over ``x`` and ``u = x (.) scale`` (float64, both in place); returns
+                criterion: str, x: np.ndarray, u: np.ndarray, partial: np.ndarray,
+                record: Record | None = None) -> tuple[float, float]:
+    """One sweep over ``x`` and ``u[:n] = x (.) scale`` (float64, both in place); returns
     ``(change, dangling mass)``: the ``criterion`` norm of ``x_new - x_old`` and the
     mass of ``x_new`` on the dangling nodes.
 
@@ -211,15 +219,20 @@ def block_sweep(layout: BlockLayout, scale: np.ndarray, v: np.ndarray, d: np.nda
         has the same fixed point), so rounding it costs nothing in accuracy.
     dm : dangling mass of ``x`` on entry.
     criterion : "l1", "l2" or "linf".
-    u_halo : float64 scratch of ``layout.halo.size`` (filled here from ``u``).
+    u : float64 of ``layout.buffer_size``: ``x (.) scale``, then room for the halo
+        (filled here from ``u[:n]``), then the zero slot (0).
     partial : float64 scratch of (blocks, 2).
+    record : an Anderson mixer's :class:`~webrank.kernels.cpu_anderson.Record` that
+        ``x_new`` is written to as well.
     """
     crit = CRITERION_CODE[criterion]
-    if layout.halo.size:
-        np.take(u, layout.halo, out=u_halo)  # the sweep's start, for reads across blocks
-    _block_sweep(layout.bounds, layout.indptr, layout.inner, layout.indices, layout.vals,
-                 scale, v, d, dangling, row_scale, float(alpha), float(dm), crit, x, u,
-                 u_halo, partial)
+    n = x.size
+    if layout.halo.size:  # the sweep's start, for reads across blocks
+        np.take(u[:n], layout.halo, out=u[n:-1])
+    rec = NO_RECORD if record is None else record
+    _block_sweep(layout.bounds, layout.indptr, layout.indices, layout.vals, scale, v, d,
+                 dangling, row_scale, float(alpha), float(dm), crit, x, u, partial,
+                 record is not None, rec.F, rec.G, int(rec.slot))
     blocks = layout.bounds.size - 1
     change = partial[:blocks, 0].max() if crit == 2 else partial[:blocks, 0].sum()
     return (float(np.sqrt(change) if criterion == "l2" else change),

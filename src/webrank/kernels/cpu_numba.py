@@ -16,10 +16,10 @@ from numba import njit, prange
 
 
 @njit(inline="always")
-def range_sum(indices, vals, xs, k, end):  # pragma: no cover - compiled
-    """``sum over k <= e < end of (vals[e] *) xs[indices[e]]`` in float64, in two
-    interleaved sums (even and odd links): one chain of dependent adds per row would
-    make the add's latency, not memory, the pull step's bound."""
+def pair_sums(indices, vals, xs, k, end):  # pragma: no cover - compiled
+    """The two interleaved sums of :func:`range_sum` over links ``k, k + 1, ...`` while two
+    remain: ``(even sum, odd sum, k)`` with ``k`` the first link not summed (``end`` for
+    an even count, ``end - 1`` for an odd one)."""
     a0 = 0.0
     a1 = 0.0
     if vals.size > 0:  # products in float64 (float32 values times float32 xs would round)
@@ -27,14 +27,24 @@ def range_sum(indices, vals, xs, k, end):  # pragma: no cover - compiled
             a0 += np.float64(vals[k]) * xs[indices[k]]
             a1 += np.float64(vals[k + 1]) * xs[indices[k + 1]]
             k += 2
-        if k < end:
-            a0 += np.float64(vals[k]) * xs[indices[k]]
     else:
         while k + 1 < end:
             a0 += xs[indices[k]]
             a1 += xs[indices[k + 1]]
             k += 2
-        if k < end:
+    return a0, a1, k
+
+
+@njit(inline="always")
+def range_sum(indices, vals, xs, k, end):  # pragma: no cover - compiled
+    """``sum over k <= e < end of (vals[e] *) xs[indices[e]]`` in float64, in two
+    interleaved sums (even and odd links): one chain of dependent adds per row would
+    make the add's latency, not memory, the pull step's bound."""
+    a0, a1, k = pair_sums(indices, vals, xs, k, end)
+    if k < end:  # an odd count's last link
+        if vals.size > 0:
+            a0 += np.float64(vals[k]) * xs[indices[k]]
+        else:
             a0 += xs[indices[k]]
     return a0 + a1
 

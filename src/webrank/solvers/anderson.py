@@ -1,8 +1,8 @@
-r"""Anderson mixing: a fixed-point iteration ``x <- g(x)`` accelerated by combining the
-last few iterates.
+r"""Anderson mixing: a fixed-point iteration ``x <- g(x)`` accelerated by combining its
+last few steps.
 
-Given the map values ``g_j = g(x_j)`` and residuals ``f_j = g_j - x_j`` of the last
-``k <= m + 1`` iterates, the next iterate is
+Given the last ``k <= m + 1`` applications of the map, ``y_j -> g_j = g(y_j)``, with
+residuals ``f_j = g_j - y_j``, the next iterate is
 
 .. math::
 
@@ -11,12 +11,16 @@ Given the map values ``g_j = g(x_j)`` and residuals ``f_j = g_j - x_j`` of the l
 
 the combination whose linearised residual is smallest ("type II" Anderson mixing,
 Walker & Ni 2011; for a linear ``g`` it is GMRES in disguise, without its
-orthogonalisation). The weights come from the ``k x k`` Gram matrix ``H = F^T F`` of the
-residuals: ``a = H^{-1} 1 / (1^T H^{-1} 1)``, solved after scaling ``H`` to unit
-diagonal, with a pseudo-inverse so that nearly dependent residuals cannot blow it up.
+orthogonalisation). The ``y_j`` need not be earlier mixtures: any steps of the map
+serve as secant information (Fang & Saad 2009), so the Gauss-Seidel solver records the
+last sweep before each mixing, whose input and output it holds anyway.
+
+The weights come from the ``k x k`` Gram matrix ``H = F^T F`` of the residuals:
+``a = H^{-1} 1 / (1^T H^{-1} 1)``, solved after scaling ``H`` to unit diagonal, with a
+pseudo-inverse so that nearly dependent residuals cannot blow it up.
 
 Safeguards (a mixed iterate that is worse is dropped, not followed): the history is
-restarted (only the newest iterate kept, ``x_{k+1} = g_k``) when the newest residual is
+restarted (only the newest step kept, ``x_{k+1} = g_k``) when the newest residual is
 larger than the one before it, or when the weights are not finite or sum, in absolute
 value, to more than :data:`MAX_WEIGHT`.
 
@@ -31,7 +35,9 @@ References
    12(4), 1965.
 .. [2] H. F. Walker, P. Ni, "Anderson acceleration for fixed-point iterations", SIAM J.
    Numer. Anal. 49(4), 2011.
-.. [3] P. P. Pratapa, P. Suryanarayana, J. E. Pask, "Anderson acceleration of the Jacobi
+.. [3] H. Fang, Y. Saad, "Two classes of multisecant methods for nonlinear
+   acceleration", Numer. Linear Algebra Appl. 16(3), 2009.
+.. [4] P. P. Pratapa, P. Suryanarayana, J. E. Pask, "Anderson acceleration of the Jacobi
    iterative method: an efficient alternative to Krylov methods for large, sparse
    linear systems", J. Comput. Phys. 306, 2016.
 """
@@ -39,6 +45,7 @@ References
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -63,16 +70,17 @@ def mixing_weights(gram: np.ndarray) -> np.ndarray | None:
 
 
 class AndersonMixer:
-    """Anderson mixing of the last ``m + 1`` iterates of a map applied in place.
+    """Anderson mixing of the last ``m + 1`` recorded steps of a map applied in place.
 
-    The caller holds the iterate in ``x``; :meth:`mix` is called with ``g(x_k)`` in ``x``
-    and writes ``x_{k+1}`` there (and ``x_{k+1} (.) scale`` to ``u``). Vector work runs in
-    two parallel passes of :mod:`webrank.kernels.cpu_anderson`.
+    The caller holds the iterate in ``x``. The map's kernel writes ``g(y)`` to ``x`` and,
+    with ``y``, to the history (:meth:`record`: row by row, saving a pass); :meth:`mix`
+    then writes the mixture to ``x`` (and times ``scale`` to ``u``) in two parallel
+    passes of :mod:`webrank.kernels.cpu_anderson`.
 
     Parameters
     ----------
-    x : float64 ndarray
-        The first iterate (copied into the history).
+    n : int
+        Vector length.
     m : int
         History depth: up to ``m + 1`` iterates are combined (``2 (m + 1) n`` floats).
     scale : float64 ndarray
@@ -83,50 +91,54 @@ class AndersonMixer:
         Parallel row chunks of the passes.
     """
 
-    def __init__(self, x: np.ndarray, m: int, scale: np.ndarray, dangling: np.ndarray,
+    def __init__(self, n: int, m: int, scale: np.ndarray, dangling: np.ndarray,
                  chunks: int) -> None:
-        n = x.size
         slots = m + 1
         self.F = np.empty((slots, n), dtype=np.float32)  # residuals: weights only
         self.G = np.empty((slots, n))
-        self.base = x.copy()
         self.gram = np.zeros((slots, slots))
         self.scale, self.dangling = scale, dangling
         self.bounds = np.linspace(0, n, max(1, min(chunks, n)) + 1).astype(np.int64)
         self.partial = np.zeros((self.bounds.size - 1, slots))
         self.partial_mass = np.zeros(self.bounds.size - 1)
-        self.history: list[int] = []  # slots of the earlier iterates, oldest first
-        self.current = 0  # the slot the current iterate's values go to
+        self.history: list[int] = []  # slots of the earlier steps, oldest first
+        self.current = 0  # the slot the next recorded step goes to
         self.last_norm = math.inf
         self.restarts = 0
         self.mixes = 0
 
+    def record(self) -> Any:
+        """Where the map writes its next step ``y -> g(y)`` before :meth:`mix`: a
+        :class:`~webrank.kernels.cpu_anderson.Record` for its kernel's rows."""
+        from webrank.kernels.cpu_anderson import Record
+
+        return Record(self.F, self.G, self.current)
+
     def mix(self, x: np.ndarray, u: np.ndarray) -> float:
-        """With ``g(x_k)`` in ``x``: write ``x_{k+1}`` to ``x`` and ``x_{k+1} (.) scale`` to
-        ``u``; return the mass of ``x_{k+1}`` on the dangling nodes."""
+        """After a recorded step (:meth:`record`): write the mixture to ``x`` and times
+        ``scale`` to ``u``; return its mass on the dangling nodes."""
         from webrank.kernels import cpu_anderson
 
         slot = self.current
         slots = np.array([*self.history, slot], dtype=np.int64)
-        dots = cpu_anderson.record(x, self.base, self.F, self.G, slot, slots, self.bounds,
-                                   self.partial)
+        dots = cpu_anderson.products(self.F, slot, slots, self.bounds, self.partial)
         self.gram[slot, slots] = dots
         self.gram[slots, slot] = dots
         norm = math.sqrt(max(dots[-1], 0.0))
         weights = None
         if slots.size > 1 and norm <= self.last_norm:
             weights = mixing_weights(self.gram[np.ix_(slots, slots)])
-        if weights is None:  # plain step; the older iterates are dropped
+        if weights is None:  # plain step; the older steps are dropped
             self.restarts += slots.size > 1
             slots = slots[-1:]
             weights = np.ones(1)
         self.last_norm = norm
         self.mixes += 1
         kept = [int(s) for s in slots]
-        if len(kept) == self.F.shape[0]:  # full: the oldest slot takes the next iterate
+        if len(kept) == self.F.shape[0]:  # full: the oldest slot takes the next step
             nxt = kept.pop(0)  # (mixed in below: mix reads G, the next record writes it)
         else:
             nxt = next(s for s in range(self.F.shape[0]) if s not in kept)
         self.history, self.current = kept, nxt
         return cpu_anderson.mix(weights, slots, self.G, self.scale, self.dangling, x, u,
-                                self.base, self.bounds, self.partial_mass)
+                                self.bounds, self.partial_mass)

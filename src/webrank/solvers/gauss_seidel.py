@@ -21,8 +21,9 @@ Stopping rule: the power method's, ``||b - A x|| < tol`` for the sweep vector ``
 one explicit product (counted in ``matvecs``). The change ``||x_{k+1} - x_k||`` per sweep
 is the cheap estimate: for a forward sweep ``b - A x_{k+1} = -U (x_{k+1} - x_k)`` with
 ``U`` the strictly upper part of ``A``, so in L1 the residual is at most ``alpha`` times
-the change. A confirming product is made when the change, scaled by the residual per
-unit change of the last confirmed check (1 before the first), drops below ``tol``. The
+the change (each column of ``M`` sums to 1). A confirming product is made when the
+change, scaled by the residual per unit change of the last confirmed check (before the
+first: ``alpha`` in L1, 1 in the other norms), drops below ``tol``. The
 vector returned is always a sweep's output, never a mixture, so the confirmed residual
 is the one of the vector the user gets.
 """
@@ -136,22 +137,28 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     partial = np.zeros((layout.bounds.size - 1, 2))
     dangling = inputs["dangling"]
     x = np.array(op.to_host(x0), dtype=np.float64)
-    u = x * inputs["scale"]
-    u_halo = np.empty(layout.halo.size)
+    u_all = np.zeros(layout.buffer_size)  # u, the halo, the zero slot (block_sweep)
+    u = u_all[: x.size]
+    np.multiply(x, inputs["scale"], out=u)
     # the mixer's sums in a fixed number of chunks: the same bits on any thread count
-    mixer = (AndersonMixer(x, anderson, inputs["scale"], dangling, MIX_CHUNKS)
+    mixer = (AndersonMixer(x.size, anderson, inputs["scale"], dangling, MIX_CHUNKS)
              if anderson else None)
     dm = float(x[dangling].sum())
-    ratio = 1.0  # confirmed residual per unit change, from the last check
+    # confirmed residual per unit change: from the last check; before it, the bound
+    # alpha in L1 (see the module docstring)
+    ratio = op.alpha if criterion == "l1" else 1.0
     res = np.inf
     while run.iterations < max_iter:
-        change, dm = block_sweep(alpha=op.alpha, dm=dm, criterion=criterion, x=x, u=u,
-                                 u_halo=u_halo, partial=partial, **inputs)
+        # the last sweep before a mixing writes its output to the mixer's history
+        mixing = mixer is not None and (run.iterations + 1) % anderson_every == 0
+        change, dm = block_sweep(alpha=op.alpha, dm=dm, criterion=criterion, x=x, u=u_all,
+                                 partial=partial, record=mixer.record() if mixing else None,
+                                 **inputs)
         op.matvecs += 1  # a sweep is one pass over the links
         run.record(change)
         if change * ratio < tol or run.iterations == max_iter:
             checked, _r, res = run.check(x)
-            x[...] = checked  # (clipped) in place: the mixer's history points at x
+            x[...] = checked  # (clipped)
             np.multiply(x, inputs["scale"], out=u)
             dm = float(x[dangling].sum())
             if res < tol:
@@ -159,7 +166,7 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
             run.failed_checks += run.iterations < max_iter
             if change > 0:
                 ratio = res / change
-        if mixer is not None and run.iterations % anderson_every == 0:
+        if mixing:
             dm = mixer.mix(x, u)
     info = {"sweeps": run.iterations, "blocks": len(partial), "anderson": anderson,
             "anderson_every": anderson_every}
