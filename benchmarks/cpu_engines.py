@@ -2,6 +2,7 @@
 
     python benchmarks/cpu_engines.py [--out FILE] [--repeat N] [--rmat 20] [--quick]
     python benchmarks/cpu_engines.py --methods [--alphas 0.85 0.95 0.99] [--out FILE]
+        [--only LABEL ...]
 
 For each graph (the shared web graphs and an R-MAT graph): the per-step time of each
 engine (marginal: runs of 60 and 10 steps, interleaved, medians), the blocked layout's
@@ -172,16 +173,24 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repeats, no processes")
     ap.add_argument("--methods", action="store_true", help="only the methods, every graph")
     ap.add_argument("--alphas", type=float, nargs="+", default=[0.85, 0.95, 0.99])
+    ap.add_argument("--only", nargs="+", metavar="LABEL",
+                    help="with --methods: only these methods (labels of METHODS)")
     args = ap.parse_args()
     repeat = 2 if args.quick else args.repeat
     doc: dict[str, Any] = {"environment": environment(), "tol": TOL, "graphs": {}}
     graphs = [(name, DATA / f"{name}.txt.gz")
               for name in ("cnr-2000", "web-NotreDame", "soc-Epinions1")]
     if args.methods:
+        methods = METHODS
+        if args.only:
+            unknown = set(args.only) - {label for label, _ in METHODS}
+            if unknown:
+                ap.error(f"unknown method labels {sorted(unknown)}")
+            methods = tuple(m for m in METHODS if m[0] in args.only)
         for name, path in graphs:
             print(f"{name}:", flush=True)
             doc["graphs"][name] = measure_methods(webrank.load(path), args.alphas,
-                                                  max(2, repeat // 2))
+                                                  max(2, repeat // 2), methods)
         write_json(doc, args.out)
         print(f"wrote {args.out}")
         return

@@ -108,6 +108,12 @@ class PageRankOperator(ABC):
         """Wait for queued device work (no-op on the CPU)."""
         return None
 
+    def no_steps(self, x: Any) -> StepsResult:
+        """What :meth:`power_steps` returns when asked for no step: ``x`` (a float64 copy,
+        on this backend), no residuals, not converged."""
+        return StepsResult(x=self.xp.array(x, dtype=np.float64), residuals=np.zeros(0),
+                           converged=False)
+
     def prepare_steps(self) -> None:
         """Build what :meth:`power_steps` needs (a layout, kernels), so that it counts as
         setup time; a no-op for backends that need nothing more."""

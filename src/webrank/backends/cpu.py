@@ -127,8 +127,7 @@ class CPUOperator(PageRankOperator):
         callback: Any = None,
     ) -> StepsResult:
         g = self.graph
-        crit = kernels.CRITERION_CODE[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+        crit, tol_cmp = kernels.kernel_criterion(criterion, tol)
         x = np.array(x, dtype=np.float64)
         xs = (x * self._inv_out).astype(self.dtype)
         x_next = np.empty_like(x)
@@ -216,8 +215,7 @@ class CPUOperator(PageRankOperator):
         from webrank.kernels import cpu_adaptive
 
         g = self.graph
-        crit = kernels.CRITERION_CODE[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+        crit, tol_cmp = kernels.kernel_criterion(criterion, tol)
         # both buffers hold x, so the rows not in `rows` keep their value in either
         x_cur = np.array(x, dtype=np.float64)
         x_new = x_cur.copy()
@@ -253,9 +251,8 @@ class CPUOperator(PageRankOperator):
         from webrank.kernels import cpu_fixed
 
         g = self.graph
-        crit = kernels.CRITERION_CODE[criterion]
-        ulp = 2.0 ** -63  # one Q1.63 unit
-        tol_cmp = (tol / ulp) ** 2 if criterion == "l2" else tol / ulp
+        ulp = kernels.Q63_ULP
+        crit, tol_cmp = kernels.kernel_criterion(criterion, tol, ulp)
         x_cur = np.array(x, dtype=np.uint64)
         x_new = np.empty_like(x_cur)
         xs_cur = cpu_fixed.mulfrac_array(x_cur, node_scale, product)

@@ -16,10 +16,10 @@ from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
+from webrank.kernels.cpu import Q63_ULP, kernel_criterion
 from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
 
 _BLOCK = 256
-_CRIT = {"l1": 0, "l2": 1, "linf": 2}
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
@@ -369,10 +369,8 @@ class GPUOperator(PageRankOperator):
     ) -> StepsResult:
         cp = self.xp
         if max_steps < 1:
-            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
-                               converged=False)
-        self._crit = _CRIT[criterion]
-        self._tol_cmp = tol * tol if criterion == "l2" else tol
+            return self.no_steps(x)
+        self._crit, self._tol_cmp = kernel_criterion(criterion, tol)
         self.prepare_steps()
         with self._stream:
             x0 = cp.array(x, dtype=np.float64)
@@ -440,8 +438,7 @@ class GPUOperator(PageRankOperator):
         cp = self.xp
         if self.dtype != np.float64:
             raise ValueError("adaptive steps gather float64 (dtype='float64')")
-        crit = _CRIT[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+        crit, tol_cmp = kernel_criterion(criterion, tol)
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -493,9 +490,8 @@ class GPUOperator(PageRankOperator):
 
         cp = self.xp
         n = self.n
-        crit = _CRIT[criterion]
-        ulp = 2.0 ** -63  # one Q1.63 unit
-        tol_cmp = (tol / ulp) ** 2 if criterion == "l2" else tol / ulp
+        ulp = Q63_ULP
+        crit, tol_cmp = kernel_criterion(criterion, tol, ulp)
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         weighted = int(edge_vals.size) > 0
@@ -597,10 +593,8 @@ class PersistentGPUOperator(GPUOperator):
                     callback: Any = None) -> StepsResult:
         cp = self.xp
         if max_steps < 1:
-            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
-                               converged=False)
-        crit = _CRIT[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+            return self.no_steps(x)
+        crit, tol_cmp = kernel_criterion(criterion, tol)
         batch = self.launch_steps or (64 if callback is not None else max_steps)
         h = self._heavy
         with self._stream:

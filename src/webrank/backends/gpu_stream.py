@@ -23,11 +23,11 @@ import numpy as np
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
+from webrank.kernels.cpu import kernel_criterion
 
 __all__ = ["STREAM_OPTIONS", "StreamedGPUOperator", "stream_vector_bytes"]
 
 STREAM_OPTIONS = ("device_memory_limit", "chunk_edges")
-_CRIT = {"l1": 0, "l2": 1, "linf": 2}
 
 
 def stream_vector_bytes(n: int, dtype: str) -> int:
@@ -238,10 +238,8 @@ class StreamedGPUOperator(PageRankOperator):
 
         cp = self.xp
         if max_steps < 1:
-            return StepsResult(x=cp.array(x, dtype=np.float64), residuals=np.zeros(0),
-                               converged=False)
-        crit = _CRIT[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+            return self.no_steps(x)
+        crit, tol_cmp = kernel_criterion(criterion, tol)
         n = self.n
         with self._compute:
             xb = [cp.array(x, dtype=np.float64), cp.empty(n)]

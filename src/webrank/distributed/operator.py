@@ -24,13 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult, first_below
+from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
+from webrank.kernels.cpu import kernel_criterion
 
 __all__ = ["PartitionedOperator"]
-
-_CRIT = {c: i for i, c in enumerate(CRITERIA)}
 
 
 class _HostPart:
@@ -291,11 +290,10 @@ class PartitionedOperator(PageRankOperator):
     # -- the partitioned power step -------------------------------------------------------
     def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
                     callback: Any = None) -> StepsResult:
-        x = np.asarray(x, dtype=np.float64)
         if max_steps < 1:
-            return StepsResult(x=x.copy(), residuals=np.zeros(0), converged=False)
-        crit = _CRIT[criterion]
-        tol_cmp = tol * tol if criterion == "l2" else tol
+            return self.no_steps(x)
+        x = np.asarray(x, dtype=np.float64)
+        crit, tol_cmp = kernel_criterion(criterion, tol)
         t0 = time.perf_counter()
         if self.devices is None:
             out = self._host_steps(x, crit, tol_cmp, max_steps, callback)

@@ -40,7 +40,18 @@ from typing import Any
 
 import numpy as np
 
+#: one Q1.63 unit: the resolution of the fixed-point kernels (webrank.kernels.cpu_fixed)
+Q63_ULP = 2.0 ** -63
+#: the code of each convergence criterion in every kernel, CPU and CUDA
 CRITERION_CODE = {"l1": 0, "l2": 1, "linf": 2}
+
+
+def kernel_criterion(criterion: str, tol: float, unit: float = 1.0) -> tuple[int, float]:
+    """``(code, tol_cmp)``: the kernels' code of ``criterion`` and the tolerance their
+    residuals are compared with, in units of ``unit`` (a fixed-point run's ulp) and
+    squared under L2 (the kernels keep the squared sum)."""
+    scaled = tol / unit
+    return CRITERION_CODE[criterion], scaled * scaled if criterion == "l2" else scaled
 
 # Graphs with fewer edges than this take the serial SciPy step (see the module docstring).
 # Measured, not guessed, by ``python benchmarks/first_call.py --parts crossover

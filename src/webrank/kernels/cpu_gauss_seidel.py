@@ -114,11 +114,12 @@ def _block_sweep(bounds, indptr, indices, vals, scale, v, d, dangling, row_scale
         mass = 0.0  # of the block's new dangling values (for the next sweep, not this one)
         for i in range(bounds[b], bounds[b + 1]):
             old = x[i]
-            a0, a1, _ = pair_sums(indices, vals, u, indptr[i], indptr[i + 1])  # (even)
-            acc = a0 + a1
             s = np.float64(row_scale[i])
-            new = ((alpha * acc + dist_scale * d[i * d_stride] + tele_scale * v[i * v_stride])
-                   * s - (s - 1.0) * old)
+            # the row's terms without its links first: off the chain through the sums
+            rest = (dist_scale * d[i * d_stride] + tele_scale * v[i * v_stride]) * s \
+                - (s - 1.0) * old
+            a0, a1, _ = pair_sums(indices, vals, u, indptr[i], indptr[i + 1])  # (even)
+            new = (a0 + a1) * (alpha * s) + rest
             x[i] = new
             u[i] = new * scale[i]
             mass += new if dangling[i] else 0.0
