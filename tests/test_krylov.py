@@ -329,3 +329,31 @@ def test_gauss_seidel_layout_keeps_every_link(blocks):
     assert np.all((block_of[sources] != block_of[rows]) == across)  # halo: other blocks
     assert (across.any() or blocks == 1) and np.array_equal(sources, g.indices)
     assert np.array_equal(lay.vals[real], vals)  # each row's links in the graph's order
+
+
+@pytest.mark.parametrize(("engine", "blas_threads_inside"), [("pull", 1), ("auto", None)])
+def test_solves_on_the_parallel_kernels_run_blas_on_one_thread(engine, blas_threads_inside):
+    """BLAS's idle workers would spin on the cores the Numba kernels use (CPUOperator.solving);
+    small graphs (the serial SciPy step, engine auto) leave BLAS as it is."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    if not blas:
+        pytest.skip("no BLAS library found by threadpoolctl")
+    before = {i["filepath"]: i["num_threads"] for i in blas}
+    if max(before.values()) == 1:
+        pytest.skip("BLAS runs on one thread already: nothing to tell apart")
+    seen: list[int] = []
+
+    def callback(_iteration, _residual):
+        seen.extend(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                    if i["user_api"] == "blas" and i["filepath"] in before)
+
+    g = random_graph(28, 300, 2000, weighted=False)
+    r = webrank.pagerank(g, method="gmres", engine=engine, callback=callback)
+    assert r.info["kernel"] == ("numba" if engine == "pull" else "scipy") and seen
+    want = [blas_threads_inside] * len(seen) if blas_threads_inside else \
+        [before[f] for f in before] * (len(seen) // len(before))
+    assert seen == want
+    after = {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
+             if i["filepath"] in before}
+    assert after == before  # restored

@@ -160,8 +160,9 @@ def pagerank(
     op.prepare_steps()
     op.synchronize()
     t1 = time.perf_counter()
-    out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
-                callback=callback, **options)
+    with op.solving():
+        out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
+                    callback=callback, **options)
     op.synchronize()
     t2 = time.perf_counter()
 

@@ -19,6 +19,7 @@ per-node rounding), and ``tol=1e-10`` could never be met.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -107,6 +108,11 @@ class PageRankOperator(ABC):
     def synchronize(self) -> None:
         """Wait for queued device work (no-op on the CPU)."""
         return None
+
+    def solving(self) -> contextlib.AbstractContextManager:
+        """The context a solve runs in (:func:`webrank.pagerank` enters it around the
+        solver): what the backend needs set while solvers drive it; nothing here."""
+        return contextlib.nullcontext()
 
     def no_steps(self, x: Any) -> StepsResult:
         """What :meth:`power_steps` returns when asked for no step: ``x`` (a float64 copy,
