@@ -2,7 +2,7 @@
 
     python benchmarks/cpu_engines.py [--out FILE] [--repeat N] [--rmat 20] [--quick]
     python benchmarks/cpu_engines.py --methods [--alphas 0.85 0.95 0.99] [--out FILE]
-        [--only LABEL ...]
+        [--only LABEL ...] [--prpack]
 
 For each graph (the shared web graphs and an R-MAT graph): the per-step time of each
 engine (marginal: runs of 60 and 10 steps, interleaved, medians), the blocked layout's
@@ -17,7 +17,8 @@ noisy neighbour slows both; medians and minima are written to JSON with the mach
 Gauss-Seidel as auto runs it (one block per thread, Anderson-mixed: depth 5 every 2
 sweeps), with depth 3 every 3, without mixing, and the classic one-block sweep (with the
 share of links inside their block), and auto, with each answer's L1 distance to a GMRES
-solve at tol 1e-14.
+solve at tol 1e-14; ``--prpack`` adds igraph's PRPACK (its exact solve; the graph built
+once, untimed), ``--only`` keeps the methods named.
 """
 
 from __future__ import annotations
@@ -130,38 +131,66 @@ METHODS = (("power", {"method": "power"}), ("gmres", {"method": "gmres"}),
            ("auto", {"method": "auto"}))
 
 
+#: the label of igraph's PRPACK solve in ``--methods --prpack`` (an exact solve: no tol)
+PRPACK = "igraph prpack"
+
+
+def _prpack(g: webrank.Graph) -> Any:
+    """``alpha -> scores`` of igraph's PRPACK on ``g`` (built once, not timed), or None
+    without igraph."""
+    try:
+        import igraph
+    except ImportError:
+        print("  (igraph not installed: no PRPACK row)")
+        return None
+    targets = np.repeat(np.arange(g.n), np.diff(g.indptr))  # in-link rows: j -> i
+    ig = igraph.Graph(n=g.n, edges=np.column_stack([g.indices, targets]), directed=True)
+    return lambda alpha: np.asarray(ig.pagerank(damping=alpha, directed=True,
+                                                implementation="prpack"))
+
+
 def measure_methods(g: webrank.Graph, alphas: list[float], repeat: int = 3,
-                    methods: tuple = METHODS) -> list[dict[str, Any]]:
-    """Whole solves to tol 1e-10 of each method at each alpha, interleaved run by run."""
+                    methods: tuple = METHODS, prpack: bool = False) -> list[dict[str, Any]]:
+    """Whole solves to tol 1e-10 of each method at each alpha, interleaved run by run;
+    with ``prpack``, igraph's PRPACK solve among them."""
     from webrank.kernels.cpu import num_threads
     from webrank.kernels.cpu_gauss_seidel import block_layout, inner_link_share
 
     rows = []
     inner = {b: inner_link_share(block_layout(g.indptr, g.indices, np.zeros(0), b))
              for b in {1, num_threads()}}
+    solve_prpack = _prpack(g) if prpack else None
+    labels = [label for label, _ in methods] + ([PRPACK] if solve_prpack else [])
     for alpha in alphas:
         ref = webrank.pagerank(g, alpha=alpha, tol=1e-14, max_iter=20000, device="cpu",
                                method="gmres").scores
 
-        def run(opts: dict[str, Any], a: float = alpha) -> Any:
+        def run(label: str, a: float = alpha) -> Any:
+            if label == PRPACK:
+                return solve_prpack(a)
             return webrank.pagerank(g, alpha=a, tol=TOL, max_iter=20000, device="cpu",
-                                    **opts)
-        first = {label: run(opts) for label, opts in methods}  # kernels loaded, caches
-        times: dict[str, list[float]] = {label: [] for label, _ in methods}
+                                    **dict(methods)[label])
+        first = {label: run(label) for label in labels}  # kernels loaded, caches
+        times: dict[str, list[float]] = {label: [] for label in labels}
         for _ in range(repeat):
-            for label, opts in methods:
-                times[label].append(_clock(lambda o=opts: run(o)))
-        for label, _opts in methods:
+            for label in labels:
+                times[label].append(_clock(lambda lb=label: run(lb)))
+        for label in labels:
             r = first[label]
-            blocks = r.info.get("blocks")
-            rows.append({"alpha": alpha, "method": label, "ran": r.method,
-                         "engine": r.info.get("engine"), "iterations": r.iterations,
-                         "matvecs": r.matvecs, "mixes": r.info.get("mixes"),
-                         "l1_to_reference": float(
-                             np.abs(r.scores - ref).sum()),
-                         "inner_link_share": inner.get(blocks), **_stats(times[label])})
-            print(f"  alpha {alpha}: {label:22} ran {r.method:13} {r.iterations:5} "
-                  f"iterations {statistics.median(times[label]):.3f} s", flush=True)
+            scores = r if label == PRPACK else r.scores
+            row = {"alpha": alpha, "method": label,
+                   "l1_to_reference": float(np.abs(scores - ref).sum()),
+                   **_stats(times[label])}
+            if label != PRPACK:
+                row.update(ran=r.method, engine=r.info.get("engine"),
+                           iterations=r.iterations, matvecs=r.matvecs,
+                           mixes=r.info.get("mixes"),
+                           inner_link_share=inner.get(r.info.get("blocks")))
+            rows.append(row)
+            ran = f"ran {r.method:13} {r.iterations:5} iterations" if label != PRPACK \
+                else f"{'(exact solve)':34}"
+            print(f"  alpha {alpha}: {label:22} {ran} {statistics.median(times[label]):.3f} s"
+                  f" (L1 to reference {row['l1_to_reference']:.1e})", flush=True)
     return rows
 
 
@@ -175,6 +204,8 @@ def main() -> None:
     ap.add_argument("--alphas", type=float, nargs="+", default=[0.85, 0.95, 0.99])
     ap.add_argument("--only", nargs="+", metavar="LABEL",
                     help="with --methods: only these methods (labels of METHODS)")
+    ap.add_argument("--prpack", action="store_true",
+                    help="with --methods: igraph's PRPACK solve too (needs igraph)")
     args = ap.parse_args()
     repeat = 2 if args.quick else args.repeat
     doc: dict[str, Any] = {"environment": environment(), "tol": TOL, "graphs": {}}
@@ -190,7 +221,7 @@ def main() -> None:
         for name, path in graphs:
             print(f"{name}:", flush=True)
             doc["graphs"][name] = measure_methods(webrank.load(path), args.alphas,
-                                                  max(2, repeat // 2), methods)
+                                                  max(2, repeat // 2), methods, args.prpack)
         write_json(doc, args.out)
         print(f"wrote {args.out}")
         return

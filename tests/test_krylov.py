@@ -208,9 +208,9 @@ def test_gauss_seidel_one_block_is_the_classic_sweep():
     assert one.info["blocks"] == 1 and many.info["blocks"] == 16
     assert one.iterations < many.iterations
     assert np.abs(one.scores - many.scores).sum() < 4e-9
-    # more blocks than nodes: one node a block
+    # more blocks than swept nodes: one a block (node 2 is dangling: lumped, not swept)
     tiny = webrank.Graph.from_edges(np.array([0, 1]), np.array([1, 2]))
-    assert webrank.pagerank(tiny, method="gauss-seidel", blocks=50).info["blocks"] == 3
+    assert webrank.pagerank(tiny, method="gauss-seidel", blocks=50).info["blocks"] == 2
 
 
 @pytest.mark.parametrize("blocks", [0, -1, 2.5, True, "4"])
@@ -357,3 +357,35 @@ def test_solves_on_the_parallel_kernels_run_blas_on_one_thread(engine, blas_thre
     after = {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
              if i["filepath"] in before}
     assert after == before  # restored
+
+
+@pytest.mark.parametrize("case", ["zero-weight links", "distributions", "no links",
+                                  "one live node", "many dangling"])
+def test_gauss_seidel_lumped_dangling_rows_solve_the_whole_system(case):
+    """The sweeps visit the non-dangling rows only; the dangling rows follow exactly
+    from their mass (kernels.cpu_gauss_seidel): checked against the dense solve."""
+    rng = np.random.default_rng(31)
+    opts = {}
+    if case == "zero-weight links":  # node 0's out-links all weigh 0: dangling, with links
+        g = random_graph(32, 60, 300, weighted=True)
+        w = g.weights.copy()
+        w[g.indices == 0] = 0.0
+        g = webrank.Graph.from_edges(g.indices, np.repeat(np.arange(g.n), np.diff(g.indptr)),
+                                     w, node_ids="range", num_nodes=g.n)
+        assert g.dangling[0] and np.any(g.indices == 0)
+    elif case == "distributions":
+        g = random_graph(33, 80, 200, weighted=False, isolated=5)
+        opts = {"personalization": rng.random(g.n), "dangling": rng.random(g.n)}
+    elif case == "no links":
+        g = webrank.Graph.from_edges(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                     node_ids="range", num_nodes=7)
+    elif case == "one live node":  # a star: 0 -> every other node, all of them dangling
+        g = webrank.Graph.from_edges(np.zeros(9, np.int64), np.arange(1, 10))
+    else:
+        g = random_graph(34, 200, 150, weighted=False, isolated=20)
+    assert g.dangling.any()
+    ref = exact_pagerank(g, 0.9, opts.get("personalization"), opts.get("dangling"))
+    for blocks in (1, 3):
+        r = webrank.pagerank(g, alpha=0.9, tol=1e-12, method="gauss-seidel", blocks=blocks,
+                             **opts)
+        assert r.converged and np.abs(r.scores - ref).sum() < 1e-10

@@ -74,7 +74,7 @@ def products(F: np.ndarray, slot: int, slots: np.ndarray, bounds: np.ndarray,
 
 
 @njit(parallel=True, cache=True, fastmath=False)
-def _mix(coef, slots, G, scale, dangling, x, u, bounds, partial):  # pragma: no cover
+def _mix(coef, slots, G, scale, weight, x, u, bounds, partial):  # pragma: no cover
     k = slots.size
     for c in prange(bounds.size - 1):
         mass = 0.0
@@ -83,16 +83,16 @@ def _mix(coef, slots, G, scale, dangling, x, u, bounds, partial):  # pragma: no 
             for q in range(k):
                 t += coef[q] * G[slots[q], i]
             x[i] = t
-            u[i] = t * scale[i]
-            mass += t if dangling[i] else 0.0
+            ui = t * scale[i]
+            u[i] = ui
+            mass += weight[i] * ui
         partial[c] = mass
 
 
 def mix(coef: np.ndarray, slots: np.ndarray, G: np.ndarray, scale: np.ndarray,
-        dangling: np.ndarray, x: np.ndarray, u: np.ndarray, bounds: np.ndarray,
+        weight: np.ndarray, x: np.ndarray, u: np.ndarray, bounds: np.ndarray,
         partial: np.ndarray) -> float:
-    """``x = sum_q coef[q] G[slots[q]]`` and ``u = x (.) scale``; returns the mass of ``x``
-    on the ``dangling`` (bool) nodes. ``partial``: float64 scratch of at least the
-    chunks."""
-    _mix(coef, slots, G, scale, dangling, x, u, bounds, partial)
+    """``x = sum_q coef[q] G[slots[q]]`` and ``u = x (.) scale``; returns ``weight . u``
+    (float64 weights). ``partial``: float64 scratch of at least the chunks."""
+    _mix(coef, slots, G, scale, weight, x, u, bounds, partial)
     return float(partial[: bounds.size - 1].sum())

@@ -3,28 +3,40 @@ Numba.
 
 The system is ``(I - alpha M) x = (1 - alpha) v`` with ``M = P^T + d 1_D^T`` (see
 :mod:`webrank.solvers.krylov`). Row ``i`` of ``M`` is the in-link row ``i`` of the CSR
-(``val(j, i) = w_ji / out_j``) plus ``d_i`` in every dangling column. A sweep visits the
-nodes in order and solves row ``i`` for ``x_i``:
+(``val(j, i) = w_ji / out_j``) plus ``d_i`` in every dangling column.
+
+**Dangling rows lumped.** A dangling node has no out-link, so no row reads its value:
+only its mass ``m_D = sum_{i in D} x_i`` does. The sweeps therefore visit the other
+("live") nodes only, and ``m_D`` follows from them exactly: summing the dangling rows,
+
+.. math::
+
+    m_D = \frac{\alpha\, c \cdot u + (1 - \alpha)\, v(D)}{1 - \alpha\, d(D)},
+
+with ``c_j`` node ``j``'s links into dangling rows (valued as the sums read them) and
+``v(D)``, ``d(D)`` the distributions' totals there (Lee, Golub & Zenios 2007 lump the
+dangling nodes the same way). The sweep returns ``c . u`` of its output; the solver
+(:mod:`webrank.solvers.gauss_seidel`) solves the dangling rows once, for the answer and
+at each check. On the shared web graphs this drops 24-58% of the rows and 5-19% of the
+links from every sweep, and the rows from every mixing. A sweep visits the live nodes in
+order and solves row ``i`` for ``x_i``:
 
 .. math::
 
     x_i \leftarrow \frac{\alpha \bigl(\sum_{j \to i,\ j \ne i} val(j,i)\, x_j
-        + d_i\, (m_D - [i \in D]\, x_i)\bigr) + (1 - \alpha) v_i}
-        {1 - \alpha\, (val(i,i) + [i \in D]\, d_i)}.
+        + d_i\, m_D\bigr) + (1 - \alpha) v_i}{1 - \alpha\, val(i,i)}.
 
 **Blocks.** The rows are cut into ``B`` contiguous blocks of about equal work, swept at
 once, one per thread. Inside a block a row reads the values its block has already
 written this sweep (Gauss-Seidel); across blocks it reads the values of the sweep's start
-(Jacobi). The dangling mass ``m_D`` is the one of the sweep's start (each dangling row's
-own term taken implicitly, in the diagonal): updating it row by row would chain every
-row's update to the one before it, and the add latency, not memory, would bound the
-sweep (the new mass is summed apart, for the next sweep). ``B = 1`` is the
-classic sequential sweep. Either way it is a splitting of the nonsingular M-matrix
-``I - alpha M`` into a part with a positive diagonal and a non-negative rest, so sweeps
-converge for every alpha < 1 (Varga, Matrix Iterative Analysis, Thm 3.13); more blocks
-converge a little slower. A block's result depends only on its rows and the sweep's
-start, and the partial sums are added in block order, so the answer is the same bits
-whatever the thread count.
+(Jacobi). ``m_D`` is the one of the sweep's start: updating it row by row would chain
+every row's update to the one before it (the new one is summed apart, for the next
+sweep). ``B = 1`` is the classic sequential sweep. Either way it is a splitting of the
+nonsingular M-matrix ``I - alpha M`` into a part with a positive diagonal and a
+non-negative rest, so sweeps converge for every alpha < 1 (Varga, Matrix Iterative
+Analysis, Thm 3.13); more blocks converge a little slower. A block's result depends only
+on its rows and the sweep's start, and the partial sums are added in block order, so the
+answer is the same bits whatever the thread count.
 
 **Layout.** The sweep updates ``x`` and the gathered vector ``u = x (.) scale``
 (``1/out-degree`` unweighted, 1 weighted, whose per-link values carry the scaling) in
@@ -101,7 +113,7 @@ def _across(indptr, indices, bounds):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True, fastmath=False)
-def _block_sweep(bounds, indptr, indices, vals, scale, v, d, dangling, row_scale, alpha,
+def _block_sweep(bounds, indptr, indices, vals, scale, v, d, mass_weight, row_scale, alpha,
                  dm, crit, x, u, partial, record, F, G,
                  slot):  # pragma: no cover - compiled
     # a uniform v or d is one number, read at index 0 (stride 0): no branch per row
@@ -111,7 +123,7 @@ def _block_sweep(bounds, indptr, indices, vals, scale, v, d, dangling, row_scale
     dist_scale = alpha * dm
     for b in prange(bounds.size - 1):
         change = 0.0
-        mass = 0.0  # of the block's new dangling values (for the next sweep, not this one)
+        links_into = 0.0  # the block's new values' links into the lumped (dangling) rows
         for i in range(bounds[b], bounds[b + 1]):
             old = x[i]
             s = np.float64(row_scale[i])
@@ -121,13 +133,14 @@ def _block_sweep(bounds, indptr, indices, vals, scale, v, d, dangling, row_scale
             a0, a1, _ = pair_sums(indices, vals, u, indptr[i], indptr[i + 1])  # (even)
             new = (a0 + a1) * (alpha * s) + rest
             x[i] = new
-            u[i] = new * scale[i]
-            mass += new if dangling[i] else 0.0
+            ui = new * scale[i]
+            u[i] = ui
+            links_into += mass_weight[i] * ui
             change = add_residual(change, abs(new - old), crit)
             if record:  # (the same every row: predicted)
                 record_row(i, new, old, F, G, slot)
         partial[b, 0] = change
-        partial[b, 1] = mass
+        partial[b, 1] = links_into
 
 
 def self_loop_weights(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
@@ -202,23 +215,24 @@ def inner_link_share(layout: BlockLayout) -> float:
 
 
 def block_sweep(layout: BlockLayout, scale: np.ndarray, v: np.ndarray, d: np.ndarray,
-                dangling: np.ndarray, row_scale: np.ndarray, alpha: float, dm: float,
+                mass_weight: np.ndarray, row_scale: np.ndarray, alpha: float, dm: float,
                 criterion: str, x: np.ndarray, u: np.ndarray, partial: np.ndarray,
                 record: Record | None = None) -> tuple[float, float]:
     """One sweep over ``x`` and ``u[:n] = x (.) scale`` (float64, both in place); returns
-    ``(change, dangling mass)``: the ``criterion`` norm of ``x_new - x_old`` and the
-    mass of ``x_new`` on the dangling nodes.
+    ``(change, c . u_new)``: the ``criterion`` norm of ``x_new - x_old`` and the new
+    values' links into the lumped dangling rows (see the module docstring).
 
     Parameters
     ----------
-    layout : :func:`block_layout` of the in-link CSR.
-    scale : float64 ``1 / out_degree`` (0 for dangling nodes), unweighted; ones, weighted.
-    v, d : teleport and dangling distributions; length 1 means uniform ``1/n``.
-    dangling : bool mask of dangling nodes.
-    row_scale : ``1 / (1 - alpha M_ii)`` with ``M_ii = self_loop_weights + [dangling] d_i``,
-        float32: it scales a row's correction, not the system (any positive value
-        has the same fixed point), so rounding it costs nothing in accuracy.
-    dm : dangling mass of ``x`` on entry.
+    layout : :func:`block_layout` of the live rows' in-link CSR (ids of live nodes).
+    scale : float64 ``1 / out_degree`` unweighted; ones, weighted.
+    v, d : teleport and dangling distributions on the live nodes; length 1 means uniform
+        ``1/n`` (``n`` all nodes).
+    mass_weight : float64 ``c``: each live node's links into the dangling rows.
+    row_scale : ``1 / (1 - alpha M_ii)`` with ``M_ii = self_loop_weights``, float32: it
+        scales a row's correction, not the system (any positive value has the same fixed
+        point), so rounding it costs nothing in accuracy.
+    dm : the dangling mass ``m_D`` of the sweep's start.
     criterion : "l1", "l2" or "linf".
     u : float64 of ``layout.buffer_size``: ``x (.) scale``, then room for the halo
         (filled here from ``u[:n]``), then the zero slot (0).
@@ -232,7 +246,7 @@ def block_sweep(layout: BlockLayout, scale: np.ndarray, v: np.ndarray, d: np.nda
         np.take(u[:n], layout.halo, out=u[n:-1])
     rec = NO_RECORD if record is None else record
     _block_sweep(layout.bounds, layout.indptr, layout.indices, layout.vals, scale, v, d,
-                 dangling, row_scale, float(alpha), float(dm), crit, x, u, partial,
+                 mass_weight, row_scale, float(alpha), float(dm), crit, x, u, partial,
                  record is not None, rec.F, rec.G, int(rec.slot))
     blocks = layout.bounds.size - 1
     change = partial[:blocks, 0].max() if crit == 2 else partial[:blocks, 0].sum()

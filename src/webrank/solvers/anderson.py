@@ -85,19 +85,19 @@ class AndersonMixer:
         History depth: up to ``m + 1`` iterates are combined (``2 (m + 1) n`` floats).
     scale : float64 ndarray
         What :meth:`mix` multiplies into ``u``.
-    dangling : bool ndarray
-        The nodes whose mass :meth:`mix` returns.
+    weight : float64 ndarray
+        :meth:`mix` returns ``weight . u``.
     chunks : int
         Parallel row chunks of the passes.
     """
 
-    def __init__(self, n: int, m: int, scale: np.ndarray, dangling: np.ndarray,
+    def __init__(self, n: int, m: int, scale: np.ndarray, weight: np.ndarray,
                  chunks: int) -> None:
         slots = m + 1
         self.F = np.empty((slots, n), dtype=np.float32)  # residuals: weights only
         self.G = np.empty((slots, n))
         self.gram = np.zeros((slots, slots))
-        self.scale, self.dangling = scale, dangling
+        self.scale, self.weight = scale, weight
         self.bounds = np.linspace(0, n, max(1, min(chunks, n)) + 1).astype(np.int64)
         self.partial = np.zeros((self.bounds.size - 1, slots))
         self.partial_mass = np.zeros(self.bounds.size - 1)
@@ -116,7 +116,7 @@ class AndersonMixer:
 
     def mix(self, x: np.ndarray, u: np.ndarray) -> float:
         """After a recorded step (:meth:`record`): write the mixture to ``x`` and times
-        ``scale`` to ``u``; return its mass on the dangling nodes."""
+        ``scale`` to ``u``; return ``weight . u``."""
         from webrank.kernels import cpu_anderson
 
         slot = self.current
@@ -140,5 +140,5 @@ class AndersonMixer:
         else:
             nxt = next(s for s in range(self.F.shape[0]) if s not in kept)
         self.history, self.current = kept, nxt
-        return cpu_anderson.mix(weights, slots, self.G, self.scale, self.dangling, x, u,
+        return cpu_anderson.mix(weights, slots, self.G, self.scale, self.weight, x, u,
                                 self.bounds, self.partial_mass)

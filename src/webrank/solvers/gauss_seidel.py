@@ -47,35 +47,96 @@ DEFAULT_ANDERSON_EVERY = 2
 MIX_CHUNKS = 64
 
 
-def _sweep_inputs(op: Any, blocks: int) -> dict[str, Any]:
-    """The kernel's arrays for the operator's graph and distributions (float64); the
-    block layout and the self-loop weights cached on the graph."""
-    # the kernel module imports Numba: not when the solver registry loads (webrank.solvers)
-    from webrank.kernels.cpu_gauss_seidel import block_layout, self_loop_weights
+class _LumpedSystem:
+    """The system the sweeps solve: the non-dangling nodes' rows, with the dangling nodes
+    lumped into their mass (see the module docstring); built once per graph, block count
+    and (weighted graphs) dtype, and cached on the graph."""
 
-    g = op.graph
-    weighted = g.weights is not None
-    dangling = g.dangling
-    with np.errstate(divide="ignore"):
-        inv_out = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, g.out_weight))
-    key = ("gauss-seidel layout", int(blocks), str(np.dtype(op.dtype)) if weighted else None)
-    if key not in g._cache:
+    def __init__(self, op: Any, blocks: int) -> None:
+        # the kernel module imports Numba: not when the solver registry loads
+        from webrank.kernels.cpu_gauss_seidel import block_layout, self_loop_weights
+
+        g = op.graph
+        n = g.n
+        weighted = g.weights is not None
+        dangling = g.dangling
+        with np.errstate(divide="ignore"):
+            inv_out = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, g.out_weight))
         # the operator's edge values (rounded to its dtype), so both solve the same system
         vals = (g.transition_values().astype(op.dtype).astype(np.float64) if weighted
                 else np.zeros(0))
-        g._cache[key] = (block_layout(g.indptr, g.indices, vals, blocks),
-                         self_loop_weights(g.indptr, g.indices, vals, inv_out))
-    layout, self_weight = g._cache[key]
-    n = g.n
-    uniform = np.array([1.0 / n])
-    v = np.ascontiguousarray(uniform if op.uniform_v else op.to_host(op.teleport()),
-                             dtype=np.float64)
-    d = np.ascontiguousarray(uniform if op.uniform_d else op.to_host(op.dangling_dist()),
-                             dtype=np.float64)
-    d_own = np.where(dangling, d if d.size > 1 else d[0], 0.0)
-    row_scale = (1.0 / (1.0 - op.alpha * (self_weight + d_own))).astype(np.float32)
-    return {"layout": layout, "scale": np.ones(n) if weighted else inv_out, "v": v, "d": d,
-            "dangling": dangling, "row_scale": row_scale}
+        self.live = np.flatnonzero(~dangling)  # the rows swept, ascending
+        self.lumped = np.flatnonzero(dangling)
+        compact = np.full(n, -1, dtype=np.int64)
+        compact[self.live] = np.arange(self.live.size)
+        link_row = np.repeat(np.arange(n), np.diff(g.indptr))
+        # compact ids keep the order; a source is dangling only through zero-weight
+        # links, which carry nothing: dropped
+        sources = compact[g.indices]
+        counted = sources >= 0
+        kept = counted & ~dangling[link_row]  # the live rows' links, in CSR order
+        indptr = np.zeros(self.live.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(compact[link_row[kept]], minlength=self.live.size),
+                  out=indptr[1:])
+        indices = sources[kept].astype(g.indices.dtype)
+        live_vals = vals[kept] if weighted else vals
+        self.layout = block_layout(indptr, indices, live_vals, blocks)
+        self.self_weight = self_loop_weights(indptr, indices, live_vals, inv_out[self.live])
+        # each live node's links into the dangling rows, valued as the sums read them
+        into = counted & dangling[link_row]
+        self.mass_weight = np.bincount(sources[into], weights=vals[into] if weighted
+                                       else None, minlength=self.live.size).astype(float)
+        self.scale = np.ones(self.live.size) if weighted else inv_out[self.live]
+        self.vals = vals
+        self.graph = g
+
+    @classmethod
+    def of(cls, op: Any, blocks: int) -> _LumpedSystem:
+        key = ("gauss-seidel system", int(blocks),
+               str(np.dtype(op.dtype)) if op.graph.weights is not None else None)
+        cache = op.graph._cache
+        if key not in cache:
+            cache[key] = cls(op, blocks)
+        return cache[key]
+
+    def inputs(self, op: Any) -> dict[str, Any]:
+        """The sweep kernel's arrays for the operator's alpha and distributions, and the
+        dangling rows' totals of them (``v_lumped``, ``d_lumped``)."""
+        n = self.graph.n
+        uniform = np.array([1.0 / n])
+
+        def live_part(dist: Any, is_uniform: bool) -> tuple[np.ndarray, float]:
+            if is_uniform:
+                return uniform, self.lumped.size / n
+            full = np.asarray(op.to_host(dist), dtype=np.float64)
+            return np.ascontiguousarray(full[self.live]), float(full[self.lumped].sum())
+
+        v, v_lumped = live_part(op.teleport() if not op.uniform_v else None, op.uniform_v)
+        d, d_lumped = live_part(op.dangling_dist() if not op.uniform_d else None,
+                                op.uniform_d)
+        row_scale = (1.0 / (1.0 - op.alpha * self.self_weight)).astype(np.float32)
+        return {"layout": self.layout, "scale": self.scale, "v": v, "d": d,
+                "mass_weight": self.mass_weight, "row_scale": row_scale,
+                "v_lumped": v_lumped, "d_lumped": d_lumped}
+
+    def expand(self, op: Any, x: np.ndarray, u: np.ndarray, dm: float) -> np.ndarray:
+        """The whole vector from the live rows' ``x`` (``u = x (.) scale``) and the dangling
+        mass ``dm``: each dangling row solved from its in-links, one pass over them."""
+        from webrank.kernels.cpu import row_range_sums
+
+        g = self.graph
+        full = np.empty(g.n)
+        full[self.live] = x
+        gathered = np.zeros(g.n)
+        gathered[self.live] = u
+        rows = self.lumped
+        acc = row_range_sums(g.indptr[rows], g.indptr[rows + 1], g.indices, self.vals,
+                             gathered, np.empty(rows.size))
+        alpha = op.alpha
+        v = op.to_host(op.teleport())[rows] if not op.uniform_v else 1.0 / g.n
+        d = op.to_host(op.dangling_dist())[rows] if not op.uniform_d else 1.0 / g.n
+        full[rows] = alpha * acc + (alpha * dm) * d + (1.0 - alpha) * v
+        return full
 
 
 def _count(name: str, value: Any, low: int) -> int:
@@ -132,47 +193,57 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     if max_iter == 0:
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
                             converged=False)
-    inputs = _sweep_inputs(op, min(blocks, op.n))
+    system = _LumpedSystem.of(op, max(1, min(blocks, op.n)))
+    inputs = system.inputs(op)
+    v_lumped, d_lumped = inputs.pop("v_lumped"), inputs.pop("d_lumped")
+    alpha = op.alpha
+
+    def lumped_mass(links_into: float) -> float:
+        # the dangling rows' mass m solves m = alpha (links_into + d_lumped m)
+        # + (1 - alpha) v_lumped exactly, given the live rows' links into them
+        return (alpha * links_into + (1.0 - alpha) * v_lumped) / (1.0 - alpha * d_lumped)
+
     layout = inputs["layout"]
     partial = np.zeros((layout.bounds.size - 1, 2))
-    dangling = inputs["dangling"]
-    x = np.array(op.to_host(x0), dtype=np.float64)
+    weight = inputs["mass_weight"]
+    x = np.array(op.to_host(x0), dtype=np.float64)[system.live]
     u_all = np.zeros(layout.buffer_size)  # u, the halo, the zero slot (block_sweep)
     u = u_all[: x.size]
     np.multiply(x, inputs["scale"], out=u)
     # the mixer's sums in a fixed number of chunks: the same bits on any thread count
-    mixer = (AndersonMixer(x.size, anderson, inputs["scale"], dangling, MIX_CHUNKS)
+    mixer = (AndersonMixer(x.size, anderson, inputs["scale"], weight, MIX_CHUNKS)
              if anderson else None)
-    dm = float(x[dangling].sum())
+    dm = lumped_mass(float(weight @ u))
     # confirmed residual per unit change: from the last check; before it, the bound
     # alpha in L1 (see the module docstring)
-    ratio = op.alpha if criterion == "l1" else 1.0
+    ratio = alpha if criterion == "l1" else 1.0
     res = np.inf
-    while run.iterations < max_iter:
+    while True:
         # the last sweep before a mixing writes its output to the mixer's history
         mixing = mixer is not None and (run.iterations + 1) % anderson_every == 0
-        change, dm = block_sweep(alpha=op.alpha, dm=dm, criterion=criterion, x=x, u=u_all,
-                                 partial=partial, record=mixer.record() if mixing else None,
-                                 **inputs)
+        change, links_into = block_sweep(
+            alpha=alpha, dm=dm, criterion=criterion, x=x, u=u_all, partial=partial,
+            record=mixer.record() if mixing else None, **inputs)
+        dm = lumped_mass(links_into)
         op.matvecs += 1  # a sweep is one pass over the links
         run.record(change)
         if change * ratio < tol or run.iterations == max_iter:
-            checked, _r, res = run.check(x)
-            x[...] = checked  # (clipped)
-            np.multiply(x, inputs["scale"], out=u)
-            dm = float(x[dangling].sum())
-            if res < tol:
+            checked, _r, res = run.check(system.expand(op, x, u, dm))
+            if res < tol or run.iterations == max_iter:
                 break
-            run.failed_checks += run.iterations < max_iter
+            x[...] = checked[system.live]  # (clipped)
+            np.multiply(x, inputs["scale"], out=u)
+            dm = lumped_mass(float(weight @ u))
+            run.failed_checks += 1
             if change > 0:
                 ratio = res / change
         if mixing:
-            dm = mixer.mix(x, u)
+            dm = lumped_mass(mixer.mix(x, u))
     info = {"sweeps": run.iterations, "blocks": len(partial), "anderson": anderson,
             "anderson_every": anderson_every}
     if mixer is not None:
         info.update(mixes=mixer.mixes, restarts=mixer.restarts)
-    return run.finish(x, res, info)
+    return run.finish(checked, res, info)
 
 
 gauss_seidel.devices = ("cpu",)  # sequential sweeps: see the module docstring
