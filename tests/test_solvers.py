@@ -78,7 +78,7 @@ def test_hybrid_options_are_refused_elsewhere():
         webrank.pagerank(graph_of(SEED_SIX), device="cpu", gpu_links=4)
 
 
-def test_auto_picks_by_device_threads_and_alpha(monkeypatch):
+def test_auto_picks_by_device_graph_size_and_alpha(monkeypatch):
     import webrank.kernels.cpu as cpu_kernels
 
     g = random_graph(5, 300, 1500, weighted=False)
@@ -88,12 +88,13 @@ def test_auto_picks_by_device_threads_and_alpha(monkeypatch):
     assert low.method == "power" and high.method == "gmres"
     assert "alpha" in high.info["auto_reason"]
     assert np.abs(high.scores - exact_pagerank(g, 0.99)).sum() < 1e-7
-    # graphs on the Numba kernels (engine="pull" forces them here): Gauss-Seidel on few
-    # threads; on many, power unless alpha is high
+    # graphs on the Numba kernels (engine="pull" forces them here): Gauss-Seidel, on any
+    # number of threads
     big = webrank.pagerank(g, alpha=0.85, tol=1e-10, device="cpu", engine="pull")
     assert big.method == "gauss-seidel" and "blocks" in big.info["auto_reason"]
     assert np.abs(big.scores - exact_pagerank(g, 0.85)).sum() < 1e-8
     monkeypatch.setattr(cpu_kernels, "num_threads", lambda: 32)
     many = [webrank.pagerank(g, alpha=a, tol=1e-10, device="cpu", engine="pull",
-                             max_iter=5000).method for a in (0.85, 0.99)]
-    assert many == ["power", "gauss-seidel"]
+                             max_iter=5000) for a in (0.85, 0.99)]
+    assert [r.method for r in many] == ["gauss-seidel", "gauss-seidel"]
+    assert "32 blocks" in many[0].info["auto_reason"]

@@ -8,19 +8,17 @@ in ``docs/solvers.md``):
   on these graphs, less than one Krylov iteration's host round trip: at alpha 0.99
   power takes 58 ms against GMRES's 236 ms on cnr-2000 (H100) although GMRES needs 6.6x
   fewer products; every other method is slower per step too.
-* **CPU, at most ``FEW_THREADS`` threads, graphs on the Numba kernels** (from
-  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` links) — ``gauss-seidel``: one block
-  per thread, Anderson-mixed every two sweeps. On 2 cores at tol 1e-10 it was the
-  fastest method at every alpha measured (0.85-0.99) on cnr-2000, web-NotreDame and
-  soc-Epinions1: 1.3x power at 0.85, 4-7x power and 2.5-5x GMRES at 0.99
-  (``benchmarks/cpu_engines.py --methods``; docs/solvers.md).
+* **CPU, graphs on the Numba kernels** (from :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES`
+  links) — ``gauss-seidel``: one block per thread, the dangling rows lumped,
+  Anderson-mixed every two sweeps. At tol 1e-10 it was the fastest method, or within 7%
+  of it, at every alpha measured (0.85 and 0.99) on cnr-2000, web-NotreDame and
+  soc-Epinions1, on 2 cores (the development VM) and on 2, 4 and 16 cores of the H100
+  host: on 2 cores 1.5-3.4x power at 0.85 and 5-8x power, 1.2-10x GMRES at 0.99; on 16
+  cores cnr-2000 at 0.85 0.089 s against power's 0.131 (web-NotreDame 0.116 against
+  0.108, the 7%) and 0.39 s against 1.95 at 0.99 (``benchmarks/cpu_engines.py
+  --methods``, ``benchmarks/results/cpu_methods*``; docs/solvers.md).
 * **CPU, smaller graphs** (the serial SciPy step, no Numba import) — ``gmres`` from
   ``alpha >= KRYLOV_MIN_ALPHA``, else ``power``.
-* **CPU, more threads** — ``power`` below ``KRYLOV_MIN_ALPHA``, ``gauss-seidel`` from
-  it. On 16 cores (the H100 host of the device tool) power was fastest at 0.85
-  (cnr-2000 0.14 s; Gauss-Seidel's 16 blocks cost sweeps), Gauss-Seidel at 0.99 (cnr-2000
-  0.64 s against power's 1.94 and GMRES's 6.7; web-NotreDame 1.26 against 1.45;
-  soc-Epinions1 0.31 against 0.63).
 
 ``info`` says what was picked and why; ``result.method`` is the method that ran.
 """
@@ -31,12 +29,11 @@ from typing import Any
 
 from webrank.solvers import SolverOutput, get_solver, register
 
-FEW_THREADS = 4
 KRYLOV_MIN_ALPHA = 0.98
 
 
 def choose_method(op: Any) -> tuple[str, str]:
-    """(method, reason) for this operator's device, threads and alpha."""
+    """(method, reason) for this operator's device, graph size and alpha."""
     if op.name != "cpu":
         return "power", "GPU: the fused power step in a CUDA graph is fastest"
     from webrank.kernels.cpu import num_threads
@@ -47,11 +44,8 @@ def choose_method(op: Any) -> tuple[str, str]:
             return "gmres", (f"small graph on the serial step, alpha >= {KRYLOV_MIN_ALPHA}: "
                              "GMRES needs 4.6-6.6x fewer products")
         return "power", f"small graph, alpha < {KRYLOV_MIN_ALPHA}: the serial power step"
-    if threads <= FEW_THREADS or op.alpha >= KRYLOV_MIN_ALPHA:
-        return "gauss-seidel", (f"CPU with {threads} threads, alpha {op.alpha}: Gauss-Seidel "
-                                f"in {threads} blocks, Anderson-mixed")
-    return "power", (f"CPU with {threads} threads, alpha < {KRYLOV_MIN_ALPHA}: the parallel "
-                     "power step")
+    return "gauss-seidel", (f"CPU with {threads} threads: Gauss-Seidel in {threads} "
+                            "blocks, the dangling rows lumped, Anderson-mixed")
 
 
 @register("auto")
