@@ -13,9 +13,9 @@ in ``docs/solvers.md``):
   Anderson-mixed every two sweeps. At tol 1e-10 it was the fastest method, or within 7%
   of it, at every alpha measured (0.85 and 0.99) on cnr-2000, web-NotreDame and
   soc-Epinions1, on 2 cores (the development VM) and on 2, 4 and 16 cores of the H100
-  host: on 2 cores 1.5-3.4x power at 0.85 and 5-8x power, 1.2-10x GMRES at 0.99; on 16
-  cores cnr-2000 at 0.85 0.089 s against power's 0.131 (web-NotreDame 0.116 against
-  0.108, the 7%) and 0.39 s against 1.95 at 0.99 (``benchmarks/cpu_engines.py
+  host: on 2 cores 1.6-2.7x power at 0.85, 5.6-13x power and 1.9-19x GMRES at 0.99; on
+  16 cores cnr-2000 at 0.85 in 0.089 s against power's 0.131 (web-NotreDame 0.116
+  against 0.108: the 7%) and 0.39 s against 1.95 at 0.99 (``benchmarks/cpu_engines.py
   --methods``, ``benchmarks/results/cpu_methods*``; docs/solvers.md).
 * **CPU, smaller graphs** (the serial SciPy step, no Numba import) — ``gmres`` from
   ``alpha >= KRYLOV_MIN_ALPHA``, else ``power``.

@@ -8,13 +8,18 @@ about twice as fast (Arasu, Novak, Tomkins & Tomlin 2002). A sweep is sequential
 update reads the ones before it); ``blocks`` row blocks are swept at once, one per
 thread, Gauss-Seidel inside a block and Jacobi between blocks, at a few more sweeps.
 
+The dangling rows are not swept: no row reads a dangling node's value, only the
+dangling mass does, and that follows exactly from the other rows
+(:mod:`webrank.kernels.cpu_gauss_seidel`); they are solved in one pass at each check.
+
 Every ``anderson_every`` sweeps the iterate is replaced by the Anderson mixture of the
-last ``anderson + 1`` (:mod:`webrank.solvers.anderson`): the sweeps are the fixed-point
-map, the mixing its extrapolation. On the shared web graphs at tol 1e-10 (2 blocks) this
-cuts the sweeps from 65 to 45 (cnr-2000), 88 to 42 (web-NotreDame) and 102 to 46
-(soc-Epinions1) at alpha 0.85, and 837 to 248, 1287 to 168, 1646 to 189 at 0.99 —
-fewer passes than GMRES at a fraction of its vector work
-(``benchmarks/results/cpu_methods.json``; docs/solvers.md).
+last ``anderson + 1`` recorded sweeps, the sweep before each mixing being recorded
+(:mod:`webrank.solvers.anderson`): the sweeps are the fixed-point map, the mixing its
+extrapolation. On the shared web graphs at tol 1e-10 (2 blocks) this cuts the sweeps
+from 62 to 45 (cnr-2000), 88 to 38 (web-NotreDame) and 102 to 44 (soc-Epinions1) at
+alpha 0.85, and 843 to 235, 1299 to 167, 1664 to 185 at 0.99 — fewer passes than GMRES
+at a fraction of its vector work (``benchmarks/results/cpu_methods.json``;
+docs/solvers.md).
 
 Stopping rule: the power method's, ``||b - A x|| < tol`` for the sweep vector ``x``
 (the change one power step would make, see :mod:`webrank.solvers.krylov`), confirmed by
@@ -23,9 +28,9 @@ is the cheap estimate: for a forward sweep ``b - A x_{k+1} = -U (x_{k+1} - x_k)`
 ``U`` the strictly upper part of ``A``, so in L1 the residual is at most ``alpha`` times
 the change (each column of ``M`` sums to 1). A confirming product is made when the
 change, scaled by the residual per unit change of the last confirmed check (before the
-first: ``alpha`` in L1, 1 in the other norms), drops below ``tol``. The
-vector returned is always a sweep's output, never a mixture, so the confirmed residual
-is the one of the vector the user gets.
+first: ``alpha`` in L1, 1 in the other norms), drops below ``tol``. The vector
+returned is always a sweep's output (its dangling rows solved), never a mixture, and
+the one the confirming product checked.
 """
 
 from __future__ import annotations
