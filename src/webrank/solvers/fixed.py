@@ -33,9 +33,9 @@ the fixed point reached lies within about ``(m / 2 + 2 n) * 2**-63 / (1 - alpha)
 of the float64 one — 1e-12 on the 3.2M-edge cnr-2000 — and residuals stall near
 ``n * 2**-63``: ``tol`` must stay above ~1e-13 on graphs of a million nodes.
 
-The scores are the Q1.63 vector divided by its exact integer total, one rounding per
-node (a float sum would add in a device-dependent order and move the last bit: the CPU
-and GPU answers are the same bits).
+The scores are the Q1.63 vector divided by its exact integer total: each node's value
+and the total rounded to float64 once, then divided (a float sum would add in a
+device-dependent order and move the last bit: the CPU and GPU answers are the same bits).
 
 ``dtype`` does not apply: the iterate is Q1.63, the constants Q0.64 (float32 is refused).
 With ``verify=True`` (default) one float64 Google-matrix product of the answer is made
@@ -165,7 +165,7 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     x_q = xp.minimum(to_q63(x0, xp), xp.uint64(ONE_Q63))
     out = op.fixed_steps(x_q, product=PRODUCTS[product], tol=tol, max_steps=max_iter,
                          criterion=criterion, callback=callback, **consts)
-    # divided by the exact integer total (one rounding, the same on every device), not
+    # divided by the exact integer total (the same roundings on every device), not
     # by a float sum whose order, and so whose last bit, depends on the device
     total_q = int(out.x.sum(dtype=np.uint64))
     x = out.x.astype(np.float64) / float(total_q) if total_q else from_q63(out.x, xp)

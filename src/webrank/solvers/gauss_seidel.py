@@ -35,7 +35,7 @@ the one the confirming product checked.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,8 +92,8 @@ class _LumpedSystem:
         self.mass_weight = np.bincount(sources[into], weights=vals[into] if weighted
                                        else None, minlength=self.live.size).astype(float)
         self.scale = np.ones(self.live.size) if weighted else inv_out[self.live]
-        self.vals = vals
-        self.graph = g
+        # what expand reads: the graph's CSR (not the graph: it holds this in its cache)
+        self.n, self.indptr, self.indices, self.vals = n, g.indptr, g.indices, vals
 
     @classmethod
     def of(cls, op: Any, blocks: int) -> _LumpedSystem:
@@ -104,44 +104,48 @@ class _LumpedSystem:
             cache[key] = cls(op, blocks)
         return cache[key]
 
-    def inputs(self, op: Any) -> dict[str, Any]:
+    def inputs(self, op: Any) -> tuple[dict[str, Any], _Lumped]:
         """The sweep kernel's arrays for the operator's alpha and distributions, and the
-        dangling rows' totals of them (``v_lumped``, ``d_lumped``)."""
-        n = self.graph.n
-        uniform = np.array([1.0 / n])
-
-        def live_part(dist: Any, is_uniform: bool) -> tuple[np.ndarray, float]:
-            if is_uniform:
-                return uniform, self.lumped.size / n
-            full = np.asarray(op.to_host(dist), dtype=np.float64)
-            return np.ascontiguousarray(full[self.live]), float(full[self.lumped].sum())
-
-        v, v_lumped = live_part(op.teleport() if not op.uniform_v else None, op.uniform_v)
-        d, d_lumped = live_part(op.dangling_dist() if not op.uniform_d else None,
-                                op.uniform_d)
+        distributions on the dangling rows."""
+        n = self.n
+        parts = []
+        for uniform, dist in ((op.uniform_v, op.teleport), (op.uniform_d, op.dangling_dist)):
+            if uniform:  # length 1: uniform 1/n, for the kernel and for expand
+                parts.append((np.array([1.0 / n]), 1.0 / n, self.lumped.size / n))
+            else:
+                full = np.asarray(op.to_host(dist()), dtype=np.float64)
+                rows = full[self.lumped]
+                parts.append((np.ascontiguousarray(full[self.live]), rows, float(rows.sum())))
+        (v, v_rows, v_total), (d, d_rows, d_total) = parts
         row_scale = (1.0 / (1.0 - op.alpha * self.self_weight)).astype(np.float32)
-        return {"layout": self.layout, "scale": self.scale, "v": v, "d": d,
-                "mass_weight": self.mass_weight, "row_scale": row_scale,
-                "v_lumped": v_lumped, "d_lumped": d_lumped}
+        kernel = {"layout": self.layout, "scale": self.scale, "v": v, "d": d,
+                  "mass_weight": self.mass_weight, "row_scale": row_scale}
+        return kernel, _Lumped(v_rows, d_rows, v_total, d_total)
 
-    def expand(self, op: Any, x: np.ndarray, u: np.ndarray, dm: float) -> np.ndarray:
+    def expand(self, alpha: float, lumped: _Lumped, x: np.ndarray, u: np.ndarray,
+               dm: float) -> np.ndarray:
         """The whole vector from the live rows' ``x`` (``u = x (.) scale``) and the dangling
         mass ``dm``: each dangling row solved from its in-links, one pass over them."""
         from webrank.kernels.cpu import row_range_sums
 
-        g = self.graph
-        full = np.empty(g.n)
+        full = np.empty(self.n)
         full[self.live] = x
-        gathered = np.zeros(g.n)
+        gathered = np.zeros(self.n)
         gathered[self.live] = u
         rows = self.lumped
-        acc = row_range_sums(g.indptr[rows], g.indptr[rows + 1], g.indices, self.vals,
-                             gathered, np.empty(rows.size))
-        alpha = op.alpha
-        v = op.to_host(op.teleport())[rows] if not op.uniform_v else 1.0 / g.n
-        d = op.to_host(op.dangling_dist())[rows] if not op.uniform_d else 1.0 / g.n
-        full[rows] = alpha * acc + (alpha * dm) * d + (1.0 - alpha) * v
+        acc = row_range_sums(self.indptr[rows], self.indptr[rows + 1], self.indices,
+                             self.vals, gathered, np.empty(rows.size))
+        full[rows] = alpha * acc + (alpha * dm) * lumped.d + (1.0 - alpha) * lumped.v
         return full
+
+
+class _Lumped(NamedTuple):
+    """The distributions on the dangling rows: per row (or 1/n, uniform) and in total."""
+
+    v: np.ndarray | float
+    d: np.ndarray | float
+    v_total: float
+    d_total: float
 
 
 def _count(name: str, value: Any, low: int) -> int:
@@ -199,14 +203,14 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
                             converged=False)
     system = _LumpedSystem.of(op, max(1, min(blocks, op.n)))
-    inputs = system.inputs(op)
-    v_lumped, d_lumped = inputs.pop("v_lumped"), inputs.pop("d_lumped")
+    inputs, lumped = system.inputs(op)
     alpha = op.alpha
 
     def lumped_mass(links_into: float) -> float:
-        # the dangling rows' mass m solves m = alpha (links_into + d_lumped m)
-        # + (1 - alpha) v_lumped exactly, given the live rows' links into them
-        return (alpha * links_into + (1.0 - alpha) * v_lumped) / (1.0 - alpha * d_lumped)
+        # the dangling rows' mass m solves m = alpha (links_into + d(D) m) + (1 - alpha) v(D)
+        # exactly, given the live rows' links into them
+        return ((alpha * links_into + (1.0 - alpha) * lumped.v_total)
+                / (1.0 - alpha * lumped.d_total))
 
     layout = inputs["layout"]
     partial = np.zeros((layout.bounds.size - 1, 2))
@@ -233,7 +237,7 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         op.matvecs += 1  # a sweep is one pass over the links
         run.record(change)
         if change * ratio < tol or run.iterations == max_iter:
-            checked, _r, res = run.check(system.expand(op, x, u, dm))
+            checked, _r, res = run.check(system.expand(alpha, lumped, x, u, dm))
             if res < tol or run.iterations == max_iter:
                 break
             x[...] = checked[system.live]  # (clipped)
