@@ -14,6 +14,7 @@ __all__ = [
     "DeviceMemoryError",
     "DeviceUnavailableError",
     "GraphFormatError",
+    "InputWarning",
     "WebrankError",
 ]
 
@@ -98,3 +99,9 @@ class DeviceMemoryError(WebrankError, MemoryError):
 class DistributedError(WebrankError, RuntimeError):
     """A partitioned run cannot go on: a rank stopped answering, shards disagree, or the
     launcher started more ranks on a host than it has GPUs. The message says which."""
+
+
+class InputWarning(UserWarning):
+    """Something about an input was decided on the user's behalf (a first line read as
+    a header, say) and could have been meant otherwise; the message says how to ask for
+    the other reading. The CLI prints it as one ``webrank: warning:`` line."""

@@ -69,6 +69,8 @@ __all__ = ["PersonalizedConvergenceError", "PersonalizedPageRankResult",
 
 # compact the block once at most this fraction of its columns is still active
 COMPACT_BELOW = 0.75
+#: the file types :meth:`PersonalizedPageRankResult.save` writes
+ROW_SUFFIXES = (".csv", ".tsv", ".parquet", ".json")
 
 
 # -- the result -----------------------------------------------------------------------------
@@ -246,9 +248,9 @@ class PersonalizedPageRankResult:
 
         path = Path(path)
         ext = path.suffix.lower()
-        if ext not in (".csv", ".tsv", ".parquet", ".json"):
+        if ext not in ROW_SUFFIXES:
             raise ValueError(f"cannot save rankings as {ext or 'a file without extension'!r}: "
-                             "use .csv, .tsv, .parquet or .json")
+                             f"use {', '.join(ROW_SUFFIXES)}")
         cols = self.rows(count)
         if ext in (".csv", ".tsv"):
             sep = "," if ext == ".csv" else "\t"

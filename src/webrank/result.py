@@ -11,7 +11,10 @@ import numpy as np
 
 from webrank.graph import Graph
 
-__all__ = ["PageRankResult", "load_scores"]
+__all__ = ["SCORE_SUFFIXES", "PageRankResult", "load_scores"]
+
+#: the file types :meth:`PageRankResult.save` writes
+SCORE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".npy", ".json")
 
 
 @dataclass(repr=False)
@@ -186,7 +189,7 @@ class PageRankResult:
         else:
             raise ValueError(
                 f"cannot save scores as {ext or 'a file without extension'!r}: "
-                "use .csv, .tsv, .txt, .parquet, .npy or .json"
+                f"use {', '.join(SCORE_SUFFIXES)}"
             )
 
     def __repr__(self) -> str:

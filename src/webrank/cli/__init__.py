@@ -7,64 +7,26 @@ one line on stderr, never as a traceback.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
+from webrank.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_CONVERGED,
+    GraphSource,
+    check_output,
+    console,
+    graph_source_options,
+    load_graph,
+)
 from webrank.errors import ConvergenceError, WebrankError
-
-EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3
-
-_LOAD_OPTIONS = [
-    click.option("--format", "fmt", default=None,
-                 help="Input format (default: from the extension): edgelist, adjacency, "
-                      "mtx, parquet, webrank (.npz cache), bvgraph."),
-    click.option("--labels", type=click.Choice(["int", "string"]), default="int",
-                 show_default=True,
-                 help="Node ids: non-negative integers, or any token (URLs, names)."),
-    click.option("--node-ids", type=click.Choice(["appear", "range"]), default="appear",
-                 show_default=True,
-                 help="Nodes: the ids that occur in edges (as networkx), or 0..max id."),
-    click.option("--unweighted", is_flag=True, help="Ignore a weight column."),
-]
-
-
-def _load_options(f):
-    for opt in reversed(_LOAD_OPTIONS):
-        f = opt(f)
-    return f
-
-
-def _console(stderr: bool = False):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False)
-
-
-def _load(path: str, fmt: str | None, labels: str, node_ids: str, unweighted: bool,
-          quiet: bool = False):
-    """Load a graph with a progress bar on stderr for files over ~20 MB."""
-    from webrank.io import load
-
-    kwargs: dict[str, Any] = dict(format=fmt, labels=labels, node_ids=node_ids)
-    if unweighted:
-        kwargs["weighted"] = False
-    p = Path(path)
-    size = p.stat().st_size if p.is_file() else 0
-    if quiet or size < 20 * 2**20:
-        return load(path, **kwargs)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                  TimeRemainingColumn(), console=_console(stderr=True),
-                  transient=True) as bar:
-        task = bar.add_task(f"loading {p.name}", total=size)
-        kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
-        return load(path, **kwargs)
+from webrank.result import SCORE_SUFFIXES
 
 
 class _RunStatus:
@@ -82,7 +44,7 @@ class _RunStatus:
 
     def _show(self, text: str) -> None:
         if self.status is None:
-            self.status = _console(stderr=True).status(text)
+            self.status = console(stderr=True).status(text)
             self.status.start()
         else:
             self.status.update(text)
@@ -159,24 +121,24 @@ def _rank_options(f):
               help="One part per process started by mpirun, srun or torchrun: GRAPH is a "
                    "shard directory (convert --shards), a Parquet directory or an edge file; "
                    "-o is a directory of per-rank Parquet parts.")
-@_load_options
+@graph_source_options
 def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k,
-         as_json, output, personalize, gpus, distributed, fmt, labels, node_ids,
-         unweighted) -> None:
+         as_json, output, personalize, gpus, distributed, source: GraphSource) -> None:
     """Rank the pages of GRAPH and print the top ones."""
     if distributed:
         if personalize or gpus:
             raise click.BadParameter("--distributed takes no --personalize or --gpus "
                                      "(one part per process)")
+        check_output(output, directory=True, inputs=[graph])
         _run_distributed(graph, alpha=alpha, tol=tol, max_iter=max_iter,
                          criterion=criterion, device=device, dtype=dtype, method=method,
                          engine=engine, top_k=top_k, as_json=as_json, output=output)
         return
-    _check_output_file(output)
+    check_output(output, suffixes=SCORE_SUFFIXES, inputs=[graph, personalize])
     t0 = time.perf_counter()
-    g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
+    g = load_graph(graph, source, quiet=as_json)
     load_s = time.perf_counter() - t0
-    pers = _read_personalization(personalize, labels) if personalize else None
+    pers = _read_personalization(personalize, source.options.labels) if personalize else None
     extra = {"gpus": gpus} if gpus and gpus > 1 else {}
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
@@ -229,21 +191,13 @@ def demo(alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k, 
     """Rank the bundled web graph (SNAP web-NotreDame, 325,729 pages, 1.5M links)."""
     from webrank.datasets import path
 
-    _check_output_file(output)
+    check_output(output, suffixes=SCORE_SUFFIXES)
     t0 = time.perf_counter()
-    g = _load(str(path()), None, "int", "appear", False, quiet=True)
+    g = load_graph(str(path()), quiet=True)
     load_s = time.perf_counter() - t0
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
                     as_json=as_json, output=output, personalization=None)
-
-
-def _check_output_file(output: str | None) -> None:
-    """``-o`` names a file outside --distributed: refused before any work otherwise."""
-    if output and os.path.isdir(output):
-        raise click.BadParameter(f"{output!r} is a directory (a file is written; "
-                                 "directories of parts are for --distributed)",
-                                 param_hint="'--output' / '-o'")
 
 
 def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", **params) -> None:
@@ -278,7 +232,7 @@ def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", **param
 def _print_ranking(result, top, g, load_s) -> None:
     from rich.table import Table
 
-    con = _console()
+    con = console()
     table = Table(title=f"Top {len(top)} of {g.n:,} pages — {Path(g.name or '').name}")
     table.add_column("rank", justify="right")
     table.add_column("node", justify="right")
@@ -324,13 +278,13 @@ def _read_personalization(path: str, labels: str) -> dict:
 @cli.command()
 @click.argument("graph", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-@_load_options
-def info(graph, as_json, fmt, labels, node_ids, unweighted) -> None:
+@graph_source_options
+def info(graph, as_json, source: GraphSource) -> None:
     """Print nodes, edges, dangling nodes, self-loops and degree statistics of GRAPH."""
     import numpy as np
 
     t0 = time.perf_counter()
-    g = _load(graph, fmt, labels, node_ids, unweighted)
+    g = load_graph(graph, source)
     load_s = time.perf_counter() - t0
     indeg, outdeg = g.in_degree, g.out_degree
     stats = {
@@ -352,7 +306,7 @@ def info(graph, as_json, fmt, labels, node_ids, unweighted) -> None:
     for k, v in stats.items():
         table.add_row(k.replace("_", " "), f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"
                       if isinstance(v, int) and not isinstance(v, bool) else str(v))
-    _console().print(table)
+    console().print(table)
 
 
 @cli.command()
@@ -361,16 +315,16 @@ def info(graph, as_json, fmt, labels, node_ids, unweighted) -> None:
 @click.option("--shards", type=click.IntRange(min=1), default=None,
               help="Write OUT as a directory of this many row shards balanced by links, "
                    "one per rank of a partitioned run (rank --distributed).")
-@_load_options
-def convert(graph, out, shards, fmt, labels, node_ids, unweighted) -> None:
+@graph_source_options
+def convert(graph, out, shards, source: GraphSource) -> None:
     """Write GRAPH as webrank's binary cache OUT (.npz), fast to load again, or as a
     directory of shards (--shards P)."""
     from webrank.io import save_graph
 
-    if shards is None and not out.endswith(".npz"):
-        raise click.BadParameter("the cache file name must end in .npz", param_hint="OUT")
+    check_output(out, suffixes=None if shards else (".npz",), directory=shards is not None,
+                 inputs=[graph], param_hint="OUT")
     t0 = time.perf_counter()
-    g = _load(graph, fmt, labels, node_ids, unweighted)
+    g = load_graph(graph, source)
     t1 = time.perf_counter()
     if shards is not None:
         from webrank.distributed.inputs import write_shards
@@ -423,7 +377,7 @@ def compare(scores_a, reference, k, tie_tol, as_json) -> None:
     for key, value in result.items():
         table.add_row(key.replace("_", " "), f"{value:.6g}" if isinstance(value, float)
                       else str(value))
-    _console().print(table)
+    console().print(table)
 
 
 @cli.command()
@@ -485,15 +439,21 @@ def _add_commands() -> None:
 _add_commands()
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one ``webrank: warning:`` line on stderr (no source location)."""
+    click.echo(f"webrank: warning: {message}", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, mapping errors to one line on stderr and an exit code."""
+    warnings.showwarning = _show_warning
     try:
         cli.main(args=argv, prog_name="webrank", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("webrank: aborted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         click.echo(f"webrank: {exc.format_message()}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -506,4 +466,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         click.echo("webrank: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)

@@ -33,7 +33,7 @@ def command(suite, device, out_dir, quick, repeats, data_dir) -> None:
     seed's published numbers) and PNG plots, and prints the summary tables.
     """
     from webrank.bench.runner import run_suite
-    from webrank.cli import _console
+    from webrank.cli.common import console as _console
 
     doc = run_suite(suite, device=device, out_dir=out_dir, quick=quick, repeats=repeats,
                     data_dir=data_dir, console=_console())

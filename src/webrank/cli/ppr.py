@@ -16,7 +16,14 @@ import time
 
 import click
 
-from webrank.cli import EXIT_NOT_CONVERGED, _console, _load, _load_options
+from webrank.cli.common import (
+    EXIT_NOT_CONVERGED,
+    GraphSource,
+    check_output,
+    console,
+    graph_source_options,
+    load_graph,
+)
 from webrank.errors import GraphFormatError
 
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -82,21 +89,19 @@ def read_seeds(path: str, graph, labels: str = "int") -> list[list]:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and rows as JSON.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write seed_set, rank, node, score rows (.csv, .tsv, .parquet, .json).")
-@_load_options
+@graph_source_options
 def command(graph, seeds_file, top_k, alpha, tol, max_iter, criterion, device, dtype,
-            batch_size, as_json, output, fmt, labels, node_ids, unweighted) -> None:
+            batch_size, as_json, output, source: GraphSource) -> None:
     """Personalized PageRank of GRAPH for every seed set of the --seeds file at once."""
-    from webrank.personalized import personalized_pagerank
+    from webrank.personalized import ROW_SUFFIXES, personalized_pagerank
 
     if top_k < 1:
         raise click.BadParameter("must be at least 1", param_hint="--top")
-    if output and not output.lower().endswith((".csv", ".tsv", ".parquet", ".json")):
-        raise click.BadParameter("use a .csv, .tsv, .parquet or .json file name",
-                                 param_hint="--output")
+    check_output(output, suffixes=ROW_SUFFIXES, inputs=[graph, seeds_file])
     t0 = time.perf_counter()
-    g = _load(graph, fmt, labels, node_ids, unweighted, quiet=as_json)
+    g = load_graph(graph, source, quiet=as_json)
     load_s = time.perf_counter() - t0
-    seeds = read_seeds(seeds_file, g, labels)
+    seeds = read_seeds(seeds_file, g, source.options.labels)
     result = personalized_pagerank(
         g, seeds, alpha=alpha, top=top_k, tol=tol, max_iter=max_iter, criterion=criterion,
         device=device, dtype=dtype, batch_size=batch_size, raise_on_nonconvergence=False)
@@ -123,7 +128,7 @@ def command(graph, seeds_file, top_k, alpha, tol, max_iter, criterion, device, d
 def _print_table(result, seeds, load_s) -> None:
     from rich.table import Table
 
-    con = _console()
+    con = console()
     table = Table(title=f"Top {result.top_index.shape[1]} of {result.graph.n:,} pages for "
                         f"{result.k} seed sets")
     for name in ("seed set", "seeds", "rank", "node", "score"):

@@ -15,7 +15,7 @@ webrank     .npz (native cache, see :func:`save_graph`)  :mod:`webrank.io.native
 bvgraph     .graph .properties (LAW WebGraph)            :mod:`webrank.io.bvgraph`
 ==========  ===========================================  ============================
 
-The options every reader shares (``labels``, ``delimiter``, ``weighted``, ``node_ids``,
+The options every reader shares (``labels``, ``delimiter``, ``header``, ``weighted``, ``node_ids``,
 ``duplicates``, ``columns``, ``progress``, ``name``) are one :class:`ReadOptions`, passed
 as ``options=`` or, as before, as keywords (``load(path, labels="string")``); its
 docstring documents them, each reader's says which apply to its format.
@@ -79,7 +79,7 @@ _READERS: dict[str, Callable[..., Graph]] = {
     "webrank": read_native,
 }
 # the options load() takes as keywords
-_KEYWORDS = ("labels", "delimiter", "weighted", "node_ids", "duplicates", "columns",
+_KEYWORDS = ("labels", "delimiter", "header", "weighted", "node_ids", "duplicates", "columns",
              "progress")
 
 
@@ -126,7 +126,7 @@ def load(
         How to read it, passed to the format's reader, which ignores the options that
         do not apply to it (bvgraph: all but ``duplicates`` and ``name``).
     **overrides
-        ``labels``, ``delimiter``, ``weighted``, ``node_ids``, ``duplicates``,
+        ``labels``, ``delimiter``, ``header``, ``weighted``, ``node_ids``, ``duplicates``,
         ``columns``, ``progress``: these fields of ``options``, as keywords.
 
     Returns

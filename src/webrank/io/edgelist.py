@@ -9,9 +9,14 @@ The format
   ``delimiter`` is given); with tabs or spaces any run of whitespace separates fields,
   and leading/trailing whitespace is ignored; fields are taken literally (no quoting);
 * an optional header line (``source,target``, ``src dst weight``, ...) before the first
-  edge: in ``labels="int"`` mode any first non-comment line made only of non-numeric
-  tokens; in ``labels="string"`` mode a line made only of usual column names
-  (:data:`HEADER_WORDS`);
+  edge, as ``header`` says (:class:`~webrank.io.options.ReadOptions`). Left to the file
+  (``header=None``), only a line that cannot be an edge is skipped silently: in
+  ``labels="int"`` mode a first non-comment line without a number; in
+  ``labels="string"`` mode a line of usual column names (:data:`HEADER_WORDS`) whose
+  third field is not a number where the other lines' weights are. A two-word line of
+  column names (``u v``) could be an edge between two pages so named: it is a header
+  only when neither word is a label of another line, and then an
+  :class:`~webrank.errors.InputWarning` says so;
 * 2 columns (``source target``) or 3 (``source target weight``), the same on every line.
 
 How it is read
@@ -37,7 +42,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from webrank.errors import GraphFormatError
+from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io._open import Progress, line_text, open_binary
@@ -60,7 +65,7 @@ _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/col
 _SAMPLE_LINES = 64
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
-_COLUMN_KEYWORDS = ("labels", "delimiter", "weighted", "progress", "name")
+_COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name")
 _KEYWORDS = (*_COLUMN_KEYWORDS, "node_ids", "duplicates")
 _LABELS_HINT = (
     'for non-numeric node labels (URLs, names) pass labels="string" (CLI: --labels string)'
@@ -75,6 +80,9 @@ class _Layout:
     first_line: int  # its 1-based line number
     delimiter: str  # "\t", " " (any whitespace), "," or a user-given character
     ncols: int  # 2 or 3
+    # string labels: the first data line (this text) is made of column names; it is a
+    # header if its labels are on no other line (decided after the parse)
+    maybe_header: str | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -129,11 +137,13 @@ def read_edge_columns(
     labels, weighted, name = opts.labels, opts.weighted, opts.name
     path = os.fspath(path)
     with open_binary(path, progress=opts.progress) as stream:
-        head, layout = _sniff(stream, name, labels, opts.delimiter, weighted)
+        head, layout = _sniff(stream, name, labels, opts.delimiter, weighted, opts.header)
         use_w = layout.ncols == 3 and weighted is not False
         cols = _fast_read(head, stream, layout, labels, use_w)
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
         cols = _slow_read(path, name, layout, labels, use_w, opts.progress)
+    if layout.maybe_header is not None:
+        cols = _drop_unused_header(cols, name, layout)
     return cols
 
 
@@ -310,13 +320,43 @@ def _is_number(tok: bytes) -> bool:
     return True
 
 
-def _is_header(line: bytes, labels: str) -> bool:
+def _header_words(line: bytes) -> list[bytes] | None:
+    """The 2-3 fields of a line that may be a header, or None."""
     toks = [t for t in line.replace(b",", b" ").split() if t]
-    if not 2 <= len(toks) <= 3:
-        return False
-    if labels == "int":
-        return not any(_is_number(t) for t in toks)
+    return toks if 2 <= len(toks) <= 3 else None
+
+
+def _is_column_names(toks: list[bytes]) -> bool:
     return all(t.decode("utf-8", "replace").lower() in HEADER_WORDS for t in toks)
+
+
+def _drop_unused_header(
+    cols: tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None],
+    name: str,
+    layout: _Layout,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """String labels, a first line of column names read as an edge: drop it when its
+    labels are on no other line (they name columns, not pages), saying so."""
+    cs, cd, w, node_labels = cols
+    assert node_labels is not None
+    # labels are numbered in order of first appearance: line 1's are 0 and (0 or) 1
+    k = int(max(cs[0], cd[0])) + 1
+    if cs.size > 1 and (cs[1:].min() < k or cd[1:].min() < k):
+        return cols  # a page of the graph: an edge
+    if cs.size == 1:
+        raise GraphFormatError(
+            "no edges: the file holds only comments or a header (header=False, CLI: "
+            "--no-header, reads its one line as an edge)", path=name,
+            line=layout.first_line, text=layout.maybe_header)
+    import warnings
+
+    warnings.warn(
+        f"{name}, line {layout.first_line}: {layout.maybe_header!r} read as a header "
+        "(column names that are labels of no other line); header=False (CLI: --no-header) "
+        "reads it as an edge",
+        InputWarning, stacklevel=3,
+    )
+    return (cs[1:] - k, cd[1:] - k, None if w is None else w[1:], node_labels[k:])
 
 
 def _decode(line: bytes) -> str:
@@ -354,7 +394,12 @@ def _check_text(buf: bytes, name: str, lines: list[tuple[int, int, bytes]]) -> N
 
 
 def _sniff(
-    stream: BinaryIO, name: str, labels: str, delimiter: str | None, weighted: bool | None
+    stream: BinaryIO,
+    name: str,
+    labels: str,
+    delimiter: str | None,
+    weighted: bool | None,
+    header: bool | None = None,
 ) -> tuple[bytes, _Layout]:
     """Read the head of the file: comments, header, delimiter and column count.
 
@@ -364,6 +409,7 @@ def _sniff(
     eof = False
     first: int | None = None  # offset of the first data line
     first_line = 0
+    column_names: list[bytes] | None = None  # string labels: line 1 made of column names
     pos = 0  # offset of the next line to classify
     lineno = 0
     seen: list[tuple[int, int, bytes]] = []  # non-comment lines: (offset, lineno, line)
@@ -389,8 +435,13 @@ def _sniff(
                 continue
             seen.append((start, lineno, line))
             if first is None:
-                if len(seen) == 1 and _is_header(line, labels):
-                    continue
+                if len(seen) == 1 and header is not False:
+                    names = _header_words(line)
+                    if header or (names and labels == "int"
+                                  and not any(map(_is_number, names))):
+                        continue  # a header (said so, or it cannot be an edge)
+                    if names and labels == "string" and _is_column_names(names):
+                        column_names = names  # decided once the weights are seen
                 first, first_line = start, lineno
             sample.append(line)
             if len(sample) >= _SAMPLE_LINES:
@@ -405,9 +456,19 @@ def _sniff(
         raise GraphFormatError("no edges: the file holds only comments or a header", path=name)
 
     delim = delimiter
-    if delim is None:
-        delim = _detect_delimiter(sample, labels)
-    ncols = len(_splitter(delim, labels)(sample[0]))
+    if delim is None:  # (from the lines below a line of column names)
+        delim = _detect_delimiter(sample[1:] if column_names and len(sample) > 1 else sample,
+                                  labels)
+    split = _splitter(delim, labels)
+    maybe_header = None
+    if column_names is not None:
+        if len(sample) > 1 and _not_an_edge_above(split(sample[0]), split(sample[1]),
+                                                  weighted):
+            first, first_line = seen[1][0], seen[1][1]  # a header: the data starts below
+            sample = sample[1:]
+        else:
+            maybe_header = _decode(sample[0])
+    ncols = len(split(sample[0]))
     text = _decode(sample[0])
     if ncols < 2 or ncols > 3:
         raise GraphFormatError(
@@ -421,7 +482,16 @@ def _sniff(
             "weighted=True but the file has no weight column (2 columns: source target)",
             path=name, line=first_line, text=text,
         )
-    return buf, _Layout(first, first_line, delim, ncols)
+    return buf, _Layout(first, first_line, delim, ncols, maybe_header)
+
+
+def _not_an_edge_above(names: list[bytes], below: list[bytes], weighted: bool | None) -> bool:
+    """A line of column names that cannot be an edge of the lines below it: another
+    field count, or a third field that is not a number above weights that are."""
+    if len(names) != len(below):
+        return True
+    return (len(names) == 3 and weighted is not False and not _is_number(names[2])
+            and _is_number(below[2]))
 
 
 def _detect_delimiter(sample: list[bytes], labels: str) -> str:

@@ -44,6 +44,15 @@ class ReadOptions:
         Edge lists only: the field separator (one character). Default: detected from
         the first data lines (tab, comma, else whitespace). ``" "`` or ``"\\t"`` accept
         any run of whitespace.
+    header : bool, optional
+        Edge lists only: whether the first non-comment line is a header (column names).
+        None (default): decided from the file, only where that is unambiguous: with
+        integer ids, a first line without a number is a header (it cannot be an edge);
+        with string labels, a line of usual column names (:data:`~webrank.io.edgelist.HEADER_WORDS`)
+        whose third field, if any, is not a number where the weights are, or whose two
+        words are labels of no other line. A line read as a header that could have been
+        an edge is reported by an :class:`~webrank.errors.InputWarning`. True: skip the
+        first non-comment line, whatever it holds. False: every line is an edge.
     weighted : bool, optional
         None (default): use weights when the file has them (a third edge-list column,
         a Parquet weight column, Matrix Market values). True: require them. False:
@@ -83,6 +92,7 @@ class ReadOptions:
 
     labels: Labels = "int"
     delimiter: str | None = None
+    header: bool | None = None
     weighted: bool | None = None
     node_ids: NodeIds = "appear"
     duplicates: Duplicates = "collapse"
@@ -101,6 +111,8 @@ class ReadOptions:
             )
         if weighted not in (None, True, False):
             raise ValueError(f"weighted must be None, True or False, not {weighted!r}")
+        if self.header not in (None, True, False):
+            raise ValueError(f"header must be None, True or False, not {self.header!r}")
         if self.node_ids not in ("appear", "range"):
             raise ValueError(f"node_ids must be 'appear' or 'range', not {self.node_ids!r}")
         if self.duplicates not in ("collapse", "sum"):
