@@ -120,29 +120,39 @@ class Graph:
             Mismatched lengths, negative or non-integer ids, ids beyond ``num_nodes``,
             non-finite or negative weights.
         """
+        from webrank import build
+
         if node_ids not in ("appear", "range"):
             raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
         if duplicates not in ("collapse", "sum"):
             raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
-        src = _as_id_array(src, "src", name)
-        dst = _as_id_array(dst, "dst", name)
-        if src.shape != dst.shape:
+        # columns from a parallel reader come chunked (int64 ids; see webrank.build)
+        chunked = isinstance(src, build.Chunked)
+        if not chunked:
+            src = _as_id_array(src, "src", name)
+            dst = _as_id_array(dst, "dst", name)
+        if src.size != dst.size:
             raise GraphFormatError(
                 f"src and dst differ in length ({src.size} vs {dst.size})", path=name
             )
         w = None
         if weight is not None:
-            w = np.asarray(weight, dtype=np.float64).ravel()
-            if w.shape != src.shape:
+            w = weight if chunked else np.asarray(weight, dtype=np.float64).ravel()
+            if w.size != src.size:
                 raise GraphFormatError(
                     f"weight has {w.size} entries for {src.size} edges", path=name
                 )
-            k = first_bad_weight(w)
-            if k is not None:
-                raise GraphFormatError(
-                    f"edge {k} has weight {w[k]!r}; weights must be finite and >= 0",
-                    path=name,
-                )
+            _check_weights(w, name)
+        if src.size >= build.PARALLEL_BUILD_EDGES and build.use_parallel_build(src.size):
+            g = build.graph_from_chunks(
+                build.as_chunks(src), build.as_chunks(dst),
+                None if w is None else build.as_chunks(w), num_nodes=num_nodes,
+                node_ids=node_ids, labels=labels, duplicates=duplicates, name=name)
+            if g is not None:
+                return g
+        if chunked:
+            src, dst = src.concatenate(), dst.concatenate()
+            w = None if w is None else w.concatenate()
         max_id = int(max(src.max(initial=-1), dst.max(initial=-1)))
 
         node_labels: np.ndarray | None = None
@@ -455,6 +465,19 @@ class Graph:
         kind = "weighted" if self.is_weighted else "unweighted"
         src = f", name={self.name!r}" if self.name else ""
         return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
+
+
+def _check_weights(w: Any, name: str | None) -> None:
+    """Refuse a NaN, infinite or negative weight (``w``: an array or chunks)."""
+    offset = 0
+    for chunk in w if isinstance(w, list) else [w]:
+        k = first_bad_weight(chunk)
+        if k is not None:
+            raise GraphFormatError(
+                f"edge {offset + k} has weight {chunk[k]!r}; weights must be finite and >= 0",
+                path=name,
+            )
+        offset += chunk.size
 
 
 def first_bad_weight(w: np.ndarray) -> int | None:

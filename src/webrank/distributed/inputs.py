@@ -221,7 +221,7 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
     from webrank.io.edgelist import read_edge_columns
 
     src, dst, w, _labels = read_edge_columns(path)  # a third column: the weights
-    return src, dst, w
+    return src.concatenate(), dst.concatenate(), None if w is None else w.concatenate()
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import io
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from typing import BinaryIO
@@ -265,6 +266,21 @@ def open_binary(
         raise
     decoded = _DecodedReader(inner, counter, name, compression, total, progress)
     return io.BufferedReader(decoded, buffer_size=buffer_size)
+
+
+def plain_size(stream: io.BufferedReader) -> int | None:
+    """The size of the file a stream of :func:`open_binary` reads, where it reads an
+    uncompressed regular file (whose bytes are then the stream's, at the same
+    offsets); else None."""
+    decoded = getattr(stream, "raw", None)
+    if not isinstance(decoded, _DecodedReader) or decoded.compression is not None:
+        return None
+    raw = decoded.counter.raw
+    try:
+        st = os.fstat(raw.fileno())
+    except (OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def line_text(path: str | os.PathLike[str], lineno: int) -> str | None:

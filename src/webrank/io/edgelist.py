@@ -42,10 +42,11 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from webrank.build import Chunked, id_bounds
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
-from webrank.io._arrow import numpy_of
-from webrank.io._open import Progress, line_text, open_binary
+from webrank.io._arrow import numpy_chunks, numpy_of
+from webrank.io._open import Progress, line_text, open_binary, plain_size
 from webrank.io.options import ReadOptions, reader_options
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
@@ -63,6 +64,7 @@ _BOM = b"\xef\xbb\xbf"
 _BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels string)'
 _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
 _SAMPLE_LINES = 64
+_PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
 _COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name")
@@ -139,7 +141,12 @@ def read_edge_columns(
     with open_binary(path, progress=opts.progress) as stream:
         head, layout = _sniff(stream, name, labels, opts.delimiter, weighted, opts.header)
         use_w = layout.ncols == 3 and weighted is not False
-        cols = _fast_read(head, stream, layout, labels, use_w)
+        cols = None
+        size = plain_size(stream)
+        if labels == "int" and layout.ncols == 2 and size is not None:
+            cols = _parallel_read(path, size, layout, opts.progress)
+        if cols is None:
+            cols = _fast_read(head, stream, layout, labels, use_w)
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
         cols = _slow_read(path, name, layout, labels, use_w, opts.progress)
     if layout.maybe_header is not None:
@@ -509,6 +516,75 @@ def _detect_delimiter(sample: list[bytes], labels: str) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# fastest path: the canonical form of large plain files, parsed on all cores
+# --------------------------------------------------------------------------------------
+def _parallel_read(
+    path: str, size: int, layout: _Layout, progress: Progress | None
+) -> tuple[Chunked, Chunked, None, None] | None:
+    """Two columns of integer ids in their canonical form (``id DELIM id`` lines), from
+    a memory map of the file, cut at line ends into ranges parsed in parallel
+    (:mod:`webrank.kernels.cpu_parse`); None for small files or where a line leaves the
+    canonical form (the pyarrow path then reads the file)."""
+    import mmap
+
+    from webrank.build import use_parallel_build
+
+    body = size - layout.data_start
+    delim = layout.delimiter.encode()
+    if body < _PARALLEL_PARSE_BYTES or len(delim) != 1 or delim.isdigit():
+        return None
+    if not use_parallel_build(body // 16):  # (no Numba)
+        return None
+    from webrank.kernels import cpu_parse
+    from webrank.kernels.cpu import num_threads
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if len(mm) != size:
+            return None  # the file changed under us: let the stream reader decide
+        # ranges of ~1 MB up to 64 per thread, each starting at a line start
+        ranges = int(min(64 * num_threads(), max(num_threads(), body >> 20)))
+        cuts = [layout.data_start]
+        for k in range(1, ranges):
+            nl = mm.find(b"\n", layout.data_start + body * k // ranges)
+            cuts.append(size if nl < 0 else nl + 1)
+        cuts.append(size)
+        cut = np.unique(np.asarray(cuts, np.int64))
+        # a line takes at least 4 bytes ("0\t0\n"): slots for every range's lines, most
+        # of them never touched (virtual memory only)
+        first_slot = (cut[:-1] - layout.data_start) // 4 + np.arange(cut.size - 1)
+        slots = int(first_slot[-1] + (cut[-1] - cut[-2]) // 4 + 1)
+        src = np.empty(slots, np.int64)
+        dst = np.empty(slots, np.int64)
+        parsed = np.zeros(cut.size - 1, np.int64)
+        bounds = np.zeros((cut.size - 1, 2), np.int64)
+        buf = np.frombuffer(mm, dtype=np.uint8)
+        try:
+            # in rounds of ranges, so that a progress bar moves
+            step = max(4 * num_threads(), (cut.size - 1) // 8)
+            for a in range(0, cut.size - 1, step):
+                b = min(cut.size - 1, a + step)
+                cpu_parse.parse_id_pairs(buf, cut[a:b + 1], delim[0], first_slot[a:b],
+                                         src, dst, parsed[a:b], bounds[a:b])
+                if parsed[a:b].min() < 0:
+                    return None
+                if progress is not None:
+                    progress(int(cut[b]), size)
+        finally:
+            del buf  # (the map closes only once no array views it)
+    keep = parsed > 0
+    src_chunks, dst_chunks = Chunked(), Chunked()
+    for r in np.flatnonzero(keep):
+        lo, count = first_slot[r], parsed[r]
+        src_chunks.append(src[lo:lo + count])
+        dst_chunks.append(dst[lo:lo + count])
+    if not src_chunks:
+        return None
+    src_chunks.bounds = dst_chunks.bounds = (int(bounds[keep, 0].min()),
+                                             int(bounds[keep, 1].max()))
+    return src_chunks, dst_chunks, None, None
+
+
+# --------------------------------------------------------------------------------------
 # fast path: pyarrow CSV
 # --------------------------------------------------------------------------------------
 class _ArrowSource(io.RawIOBase):
@@ -589,13 +665,13 @@ def _fast_read(
         return None
     w = None
     if use_w:
-        w = numpy_of(table.column("weight"))
-        if w.size and not (np.isfinite(w).all() and w.min() >= 0):
+        w = Chunked(numpy_chunks(table.column("weight")))
+        if any(first_bad_weight(c) is not None for c in w):
             return None
     if labels == "int":
-        src = numpy_of(table.column("src"))
-        dst = numpy_of(table.column("dst"))
-        if src.size and min(src.min(), dst.min()) < 0:
+        src = Chunked(numpy_chunks(table.column("src")))
+        dst = Chunked(numpy_chunks(table.column("dst")))
+        if id_bounds(src, dst)[0] < 0:
             return None
         return src, dst, w, None
     cs, cd, node_labels = factorize(table.column("src"), table.column("dst"))
@@ -605,7 +681,7 @@ def _fast_read(
     if pc.any(pc.match_substring_regex(pa.array(node_labels, type=pa.string()),
                                        r"^[#%]|^$|^\s|\s$")).as_py():
         return None
-    return cs, cd, w, node_labels
+    return cs, cd, None if w is None else w.concatenate(), node_labels
 
 
 # --------------------------------------------------------------------------------------

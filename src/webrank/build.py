@@ -1,0 +1,297 @@
+"""Graph construction at the speed of the reader: edge columns → in-link CSR on all cores.
+
+:meth:`Graph.from_edges` and the file readers hand their edge columns here. Columns may
+come as one array or as the list of chunks a parallel CSV reader produced (no
+concatenation: every pass walks the chunks in parallel). The result is the graph
+:meth:`Graph.from_edges` defines (node set, duplicates, rows sorted by source), built
+by the parallel bucket sort of :mod:`webrank.kernels.cpu_build`:
+
+* ``node_ids="appear"``: one pass finds the id range, one marks the ids that occur, and a
+  prefix sum numbers them (the renumbering is folded into the scatter);
+* the scatter puts each edge in the bucket of its target row, in file order;
+* each bucket is sorted by row and source and its parallel edges merged on one thread;
+* out-weights come from private per-thread histograms.
+
+Peak memory: the input columns, plus 12 bytes a link (the scattered int32 sources and
+rows and the sort's second buffer; 16 more for weights), plus the result (4 bytes a
+link where merging removed nothing, since the scattered sources then *are* the CSR).
+
+Small inputs, sparse id spaces (ids spread far beyond the edge count, such as hashes:
+sorted instead) and graphs of 2**31 nodes or more take :func:`webrank.graph`'s serial
+path, as does a machine without Numba.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from webrank.errors import GraphFormatError
+
+__all__ = ["PARALLEL_BUILD_EDGES", "Chunked", "as_chunks", "build_csr", "graph_from_chunks",
+           "use_parallel_build"]
+
+#: edge counts from which the parallel build runs (below, the serial path is as fast and
+#: a fresh process need not import Numba nor load its kernels)
+PARALLEL_BUILD_EDGES = 1 << 21
+
+_FINE_BITS = 12  # 4096 fine buckets: their counts place the coarse bucket boundaries
+_BUCKET_EDGES = 1 << 17  # coarse buckets of about this many links (1 MB of keys)
+_INT32_LIMIT = 2**31 - 1
+
+Chunks = Sequence[np.ndarray]
+
+
+class Chunked(list):
+    """A column given as its chunks (contiguous arrays, in order), as a parallel reader
+    produced it: :meth:`Graph.from_edges` builds from them without concatenating.
+
+    ``bounds``: ``(smallest, largest)`` id of this column *and its partner* (sources and
+    targets), where the reader has found them (:func:`edge_bounds`), else None."""
+
+    bounds: tuple[int, int] | None = None
+
+    @property
+    def size(self) -> int:
+        return int(sum(c.size for c in self))
+
+    def concatenate(self) -> np.ndarray:
+        """The column as one array."""
+        return np.concatenate(self) if len(self) != 1 else self[0]
+
+
+def use_parallel_build(num_edges: int) -> bool:
+    """Whether :func:`build_csr` is worth its Numba kernels for this many edges."""
+    from webrank.kernels.cpu import _jit
+
+    return num_edges >= PARALLEL_BUILD_EDGES and _jit() is not None
+
+
+def as_chunks(col: Any, pieces: int | None = None) -> list[np.ndarray]:
+    """A column as a list of contiguous chunks: a list passes through; an array is cut
+    into views of about equal size (``pieces``, default 4 per thread) so that the
+    chunk-parallel passes have work for every thread."""
+    if isinstance(col, Chunked):
+        return col
+    if isinstance(col, (list, tuple)):
+        return [np.ascontiguousarray(c) for c in col]
+    from webrank.kernels.cpu import num_threads
+
+    arr = np.ascontiguousarray(col)
+    pieces = pieces or 4 * num_threads()
+    bounds = np.linspace(0, arr.size, max(1, pieces) + 1).astype(np.int64)
+    return [arr[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def id_bounds(src: Chunks, dst: Chunks) -> tuple[int, int]:
+    """``(smallest, largest)`` id of the chunked columns (``(0, -1)`` without edges), on
+    all cores from :data:`PARALLEL_BUILD_EDGES` edges on; kept in ``src.bounds`` (and
+    ``dst.bounds``) where they are :class:`Chunked`."""
+    known = getattr(src, "bounds", None)
+    if known is not None:
+        return known
+    m = sum(c.size for c in src)
+    if m == 0:
+        lo, hi = 0, -1
+    elif use_parallel_build(m):
+        from numba.typed import List
+
+        from webrank.kernels import cpu_build
+
+        los, his = cpu_build.id_bounds(List(src), List(dst))
+        lo, hi = int(los.min()), int(his.max())
+    else:
+        lo = min(int(min(s.min(), d.min())) for s, d in zip(src, dst, strict=True) if s.size)
+        hi = max(int(max(s.max(), d.max())) for s, d in zip(src, dst, strict=True) if s.size)
+    for col in (src, dst):
+        if isinstance(col, Chunked):
+            col.bounds = (lo, hi)
+    return lo, hi
+
+
+def build_csr(
+    src: Chunks,
+    dst: Chunks,
+    weight: Chunks | None,
+    num_ids: int,
+    *,
+    appear: bool = False,
+    duplicates: str = "collapse",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray | None]:
+    """The in-link CSR of the edges ``src -> dst`` given in chunks.
+
+    Parameters
+    ----------
+    src, dst : sequence of int64 arrays
+        The edge endpoints, chunk by chunk (chunk ``c`` of each column the same length),
+        ids in ``0..num_ids-1``.
+    weight : sequence of float64 arrays, optional
+        Edge weights, chunked like ``src``; None for an unweighted graph.
+    num_ids : int
+        The id space, at most 2**31 - 1 ids.
+    appear : bool, default False
+        False: every id is a node. True: the nodes are the ids that occur, numbered in
+        increasing id order.
+    duplicates : {"collapse", "sum"}, default "collapse"
+        Parallel edges: keep one (with weights the last one's), or add their weights
+        (unweighted: an edge weighing its multiplicity, where any edge repeats).
+
+    Returns
+    -------
+    indptr : int32 or int64 array (n + 1)
+    indices : int32 array
+        Sources, sorted within each row.
+    weights : float64 array or None
+    out_weight : float64 array (n)
+    node_ids : int64 array or None
+        With ``appear``, the id of each node, where some id does not occur.
+    """
+    from numba.typed import List
+
+    from webrank.kernels import cpu_build
+    from webrank.kernels.cpu import num_threads
+
+    if not 0 < num_ids <= _INT32_LIMIT:
+        raise ValueError(f"the parallel build takes 1..2**31-1 ids, not {num_ids}")
+    m = int(sum(c.size for c in src))
+    threads = num_threads()
+    src_l, dst_l = List(src), List(dst)
+
+    # presence of ids, and edges per (chunk, fine bucket of target ids): one pass
+    shift = max(0, int(num_ids - 1).bit_length() - _FINE_BITS)
+    nfine = ((num_ids - 1) >> shift) + 1
+    present = np.zeros(num_ids if appear else 0, np.uint8)
+    # unweighted: out-degrees counted on the way, in per-thread rows of int32 (int64
+    # past 2**31 links) where that takes at most the memory of the indices
+    count_out = weight is None and threads * num_ids <= max(m, 1 << 16)
+    out_links = np.zeros((threads, num_ids) if count_out else (1, 0),
+                         np.int32 if m < _INT32_LIMIT else np.int64)
+    fine = cpu_build.mark_and_count(src_l, dst_l, present, shift, nfine, out_links)
+    node_ids = newid = None
+    n = num_ids
+    if appear:
+        node_ids = np.flatnonzero(present)
+        del present
+        n = node_ids.size
+        if n < num_ids:
+            newid = np.zeros(num_ids, np.int32)
+            newid[node_ids] = np.arange(n, dtype=np.int32)
+        else:
+            node_ids = None
+    ids = np.zeros(0, np.int32) if newid is None else newid
+
+    # fine buckets grouped into coarse ones of about equal edge counts: fine bucket f
+    # goes to the coarse bucket where the running edge count before it falls
+    per_fine = fine.sum(axis=0)
+    nbuckets = int(min(nfine, max(4 * threads, -(-m // _BUCKET_EDGES))))
+    coarse_of = np.minimum((np.cumsum(per_fine) - per_fine) * nbuckets // max(m, 1),
+                           nbuckets - 1)
+    # (renumbered 0, 1, ... where it changes: a huge fine bucket leaves no empty ones)
+    coarse_of = np.concatenate(([0], np.cumsum(np.diff(coarse_of) > 0))).astype(np.int32)
+    nbuckets = int(coarse_of[-1]) + 1
+    first_fine = np.flatnonzero(np.diff(coarse_of, prepend=-1))  # of each coarse bucket
+    id_start = np.append(first_fine.astype(np.int64) << shift, num_ids)
+    # edges per (coarse bucket, chunk); each bucket's region holds chunk 0's edges, then
+    # chunk 1's, ...: file order
+    per_bucket = np.add.reduceat(fine, first_fine, axis=1).T.ravel()
+    del fine
+    cursor = np.cumsum(per_bucket) - per_bucket
+    cursor = np.ascontiguousarray(cursor.reshape(nbuckets, len(src)).T)
+    bucket_start = np.append(cursor[0], m)
+
+    weighted = weight is not None
+    count_weights = not weighted and duplicates == "sum"
+    keys = np.empty(m, np.int64)
+    w_in = np.empty(m if weighted else 0, np.float64)
+    ws = List(weight) if weighted else List([np.zeros(0, np.float64)])
+    cpu_build.scatter(src_l, dst_l, ws, ids, shift, coarse_of, cursor, keys, w_in)
+    del src_l, dst_l, ws, cursor
+    indices = np.empty(m, np.int32)
+    w = np.empty(m if weighted or count_weights else 0, np.float64)
+    row_kept = np.zeros(n, np.int64)
+    bucket_kept = np.zeros(nbuckets, np.int64)
+    mode = cpu_build.SUM if duplicates == "sum" else cpu_build.COLLAPSE
+    cpu_build.sort_buckets(bucket_start, id_start, keys, w_in, ids, indices, w, row_kept,
+                           bucket_kept, mode, count_weights)
+    del keys, w_in
+    nnz = int(bucket_kept.sum())
+    indptr = np.empty(n + 1, np.int64)
+    indptr[0] = 0
+    np.cumsum(row_kept, out=indptr[1:])
+    weights = w if w.size else None
+    if nnz < m:  # merged: the buckets' rows packed end to end
+        # each bucket's first row: the nodes of smaller id before it
+        first_row = (id_start[:-1] if node_ids is None
+                     else np.searchsorted(node_ids, id_start[:-1]))
+        packed = np.empty(nnz, np.int32)
+        packed_w = np.empty(nnz, np.float64) if w.size else np.zeros(0)
+        cpu_build.gather_rows(bucket_start, indptr[first_row], bucket_kept, indices, w,
+                              packed, packed_w)
+        indices, weights = packed, (packed_w if w.size else None)
+        del w
+    if count_weights and weights is not None and not (weights > 1).any():
+        weights = None  # no edge repeats: unweighted after all
+    if nnz <= _INT32_LIMIT:
+        indptr = indptr.astype(np.int32)
+    if weights is None and count_out and nnz == m:  # (no parallel edge merged away)
+        out_weight = cpu_build.sum_rows(out_links, np.zeros(0, np.int64)
+                                        if node_ids is None else node_ids)
+    elif weights is None:
+        # private histograms in at most the memory of the indices
+        groups = int(max(1, min(threads, nnz // max(2 * n, 1))))
+        out_weight = cpu_build.bincount(indices, np.zeros(0), n, groups)
+    else:  # serial: the same float64 sums, in the same order, as np.bincount
+        out_weight = np.bincount(indices, weights=weights, minlength=n)
+    return indptr, indices, weights, out_weight, node_ids
+
+
+def graph_from_chunks(
+    src: Chunks,
+    dst: Chunks,
+    weight: Chunks | None,
+    *,
+    num_nodes: int | None,
+    node_ids: str,
+    labels: np.ndarray | None,
+    duplicates: str,
+    name: str | None,
+) -> Any:
+    """:meth:`Graph.from_edges` of chunked int64 columns on all cores, or None where the
+    serial path must build it (no edges, a sparse id space, 2**31 nodes or more).
+    Arguments and errors as :meth:`Graph.from_edges`; weights already checked."""
+    from webrank.graph import Graph
+
+    m = int(sum(c.size for c in src))
+    if m == 0:
+        return None
+    lo, hi = id_bounds(src, dst)
+    if lo < 0:
+        raise GraphFormatError(f"negative node id {lo}; node ids must be >= 0", path=name)
+    node_labels = None
+    appear = False
+    if labels is not None:
+        node_labels = np.asarray(labels)
+        num_ids = len(node_labels)
+        if hi >= num_ids:
+            raise GraphFormatError(f"edge endpoint {hi} is out of range for {num_ids} labels",
+                                   path=name)
+    elif node_ids == "range":
+        num_ids = hi + 1 if num_nodes is None else int(num_nodes)
+        if hi >= num_ids:
+            raise GraphFormatError(f"node id {hi} is out of range for num_nodes={num_ids}",
+                                   path=name)
+    else:
+        if hi > 4 * m + 1024:
+            return None  # sparse ids (hashes): the serial path sorts them
+        num_ids, appear = hi + 1, True
+    if num_ids > _INT32_LIMIT:
+        return None
+    indptr, indices, weights, out_weight, present = build_csr(
+        src, dst, weight, num_ids, appear=appear, duplicates=duplicates)
+    if appear:
+        node_labels = present
+    return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
+                 labels=node_labels, name=name)

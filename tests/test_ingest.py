@@ -1,0 +1,169 @@
+"""The parallel ingestion paths (the canonical-form parse of plain edge lists on all
+cores, the parallel CSR build) give the same graph as the serial paths, on random edge
+lists and files of every kind: duplicates, self-loops, sparse and string ids, weights,
+headers, comments, gzip, CRLF."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from webrank import build, load
+from webrank.graph import Graph
+from webrank.io import edgelist
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    """Every size takes the parallel parse and build."""
+    monkeypatch.setattr(build, "PARALLEL_BUILD_EDGES", 0)
+    monkeypatch.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 0)
+
+
+@pytest.fixture
+def serial(monkeypatch):
+    monkeypatch.setattr(build, "PARALLEL_BUILD_EDGES", 1 << 62)
+    monkeypatch.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 1 << 62)
+
+
+def same(a: Graph, b: Graph) -> None:
+    assert a.n == b.n and a.num_edges == b.num_edges
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    assert a.indices.dtype == b.indices.dtype
+    assert (a.weights is None) == (b.weights is None)
+    if a.weights is not None:
+        np.testing.assert_allclose(a.weights, b.weights, rtol=1e-14)
+    np.testing.assert_allclose(a.out_weight, b.out_weight, rtol=1e-14)
+    assert (a.labels is None) == (b.labels is None)
+    if a.labels is not None:
+        assert a.labels.tolist() == b.labels.tolist()
+
+
+def load_both(monkeypatch, path, **kw) -> tuple[Graph, Graph]:
+    with monkeypatch.context() as mp:
+        mp.setattr(build, "PARALLEL_BUILD_EDGES", 1 << 62)
+        mp.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 1 << 62)
+        ref = load(path, **kw)
+    with monkeypatch.context() as mp:
+        mp.setattr(build, "PARALLEL_BUILD_EDGES", 0)
+        mp.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 0)
+        got = load(path, **kw)
+    return got, ref
+
+
+edges = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=300)
+id_scale = st.sampled_from([1, 3, 1000, 10**12])  # dense, gappy, sparse (hash-like) ids
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=edges, scale=id_scale, sep=st.sampled_from(["\t", " ", ","]),
+       crlf=st.booleans(), header=st.booleans(), comment=st.booleans(),
+       compress=st.booleans(), dup=st.sampled_from(["collapse", "sum"]),
+       node_ids=st.sampled_from(["appear", "range"]), weighted=st.booleans(),
+       data=st.data())
+def test_files_read_the_same_on_every_path(tmp_path, monkeypatch, edges, scale, sep, crlf,
+                                           header, comment, compress, dup, node_ids,
+                                           weighted, data):
+    if node_ids == "range" and scale > 1000:
+        node_ids = "appear"  # (a range of 10**13 nodes is refused, on every path)
+    end = "\r\n" if crlf else "\n"
+    weights = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.25, 3.0]),
+                                 min_size=len(edges), max_size=len(edges)))
+    lines = [sep.join([str(s * scale), str(d * scale)] + ([repr(w)] if weighted else []))
+             for (s, d), w in zip(edges, weights, strict=True)]
+    if comment:  # a comment in the middle: the canonical-form parse must hand over
+        lines.insert(len(lines) // 2, "# a comment")
+    text = ("source" + sep + "target" + (sep + "weight" if weighted else "") + end
+            if header else "") + end.join(lines) + end
+    path = tmp_path / ("g.txt.gz" if compress else "g.txt")
+    raw = text.encode()
+    path.write_bytes(gzip.compress(raw) if compress else raw)
+    got, ref = load_both(monkeypatch, path, duplicates=dup, node_ids=node_ids)
+    same(got, ref)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=st.lists(st.tuples(st.sampled_from(["a", "b", "x/1", "http://h/p?q=1", "ü",
+                                                 "node 7", "z"]),
+                                st.sampled_from(["a", "b", "c", "http://h/", "ü", "9"])),
+                      min_size=1, max_size=200),
+       sep=st.sampled_from(["\t", ","]), dup=st.sampled_from(["collapse", "sum"]))
+def test_string_labels_read_the_same_on_every_path(tmp_path, monkeypatch, edges, sep, dup):
+    if sep == "," or any(" " in s for e in edges for s in e):
+        sep = "\t"
+    path = tmp_path / "g.tsv"
+    path.write_text("".join(f"{s}{sep}{d}\n" for s, d in edges), encoding="utf-8")
+    got, ref = load_both(monkeypatch, path, labels="string", duplicates=dup)
+    same(got, ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(src=st.lists(st.integers(0, 60), min_size=1, max_size=400), data=st.data(),
+       dup=st.sampled_from(["collapse", "sum"]), weighted=st.booleans(),
+       node_ids=st.sampled_from(["appear", "range"]), pieces=st.integers(1, 9))
+def test_parallel_build_is_the_serial_build(src, data, dup, weighted, node_ids, pieces):
+    dst = data.draw(st.lists(st.integers(0, 60), min_size=len(src), max_size=len(src)))
+    w = (np.asarray(data.draw(st.lists(st.floats(0, 5), min_size=len(src),
+                                       max_size=len(src)))) if weighted else None)
+    s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    ref = Graph.from_edges(s, d, w, duplicates=dup, node_ids=node_ids)
+    got = build.graph_from_chunks(build.as_chunks(s, pieces), build.as_chunks(d, pieces),
+                                  None if w is None else build.as_chunks(w, pieces),
+                                  num_nodes=None, node_ids=node_ids, labels=None,
+                                  duplicates=dup, name=None)
+    same(got, ref)
+
+
+def test_sorted_and_shuffled_rows_and_heavy_rows(parallel):
+    # rows longer than the insertion sort's limit, in and out of source order, with
+    # repeats: merged as the serial build merges them
+    rng = np.random.default_rng(3)
+    src = np.concatenate([rng.integers(0, 500, 3000), np.arange(400)])
+    dst = np.concatenate([np.zeros(3000, np.int64) + 7, rng.integers(0, 500, 400)])
+    w = rng.random(src.size)
+    for order in (np.arange(src.size), np.argsort(src, kind="stable"), rng.permutation(src.size)):
+        for dup in ("collapse", "sum"):
+            for weights in (None, w[order]):
+                got = Graph.from_edges(src[order], dst[order], weights, duplicates=dup)
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setattr(build, "PARALLEL_BUILD_EDGES", 1 << 62)
+                    ref = Graph.from_edges(src[order], dst[order], weights, duplicates=dup)
+                same(got, ref)
+
+
+def test_canonical_parse_hands_over_where_the_form_ends(tmp_path, parallel):
+    # each of these leaves the canonical form; the general reader decides
+    base = "".join(f"{i}\t{(i * 7) % 50}\n" for i in range(200))
+    expect = len({(i, (i * 7) % 50) for i in range(200)} | {(5, 6)})
+    for tail in ["5\t6\n\n", "+5\t6\n", "5 \t6\n", "# c\n5\t6\n", "5\t6\r\n", "5\t6"]:
+        p = tmp_path / "g.txt"
+        p.write_text(base + tail)
+        assert load(p).num_edges == expect, tail
+    p.write_text(base + "5\t0x1f\n")
+    with pytest.raises(Exception, match="line 201"):
+        load(p)
+    p.write_text(base + "5\t-3\n")
+    with pytest.raises(Exception, match="negative node id"):
+        load(p)
+    p.write_text(base + "5\t1" + "0" * 18 + "\n")  # past the canonical 18 digits
+    assert load(p).labels[-1] == 10**18
+
+
+def test_canonical_files_take_the_parallel_parse(tmp_path, parallel, monkeypatch):
+    def no_pyarrow(*args, **kwargs):
+        raise AssertionError("the pyarrow path ran")
+
+    monkeypatch.setattr(edgelist, "_fast_read", no_pyarrow)
+    for sep, end in [("\t", "\n"), (",", "\r\n"), (" ", "\n")]:
+        p = tmp_path / "g.txt"
+        p.write_text("# header comment\n" + "".join(f"{i + 9}{sep}{(i * 7) % 50 + 9}{end}"
+                                                   for i in range(300)))
+        g = load(p)
+        assert g.num_edges == 300 and g.labels[0] == 9
