@@ -201,3 +201,21 @@ def test_header_option_is_checked():
 
     with pytest.raises(ValueError, match="header must be"):
         ReadOptions(header="yes")
+
+
+@pytest.mark.parametrize("ext", [".csv", ".tsv", ".txt"])
+def test_scores_as_text_read_back_exactly_with_awkward_labels(tmp_path, ext, monkeypatch):
+    from webrank.graph import Graph
+    from webrank.io import columns
+    from webrank.result import load_scores
+
+    monkeypatch.setattr(columns, "_SLICE_ROWS", 2)  # several slices, formatted in parallel
+    labels = np.array(["a,b", 'say "hi"', "tab\there", "plain", "ü"], dtype=object)
+    g = Graph.from_edges([0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 0, 2], labels=labels)
+    r = pagerank(g, tol=1e-12)
+    r.save(tmp_path / f"s{ext}")
+    text = (tmp_path / f"s{ext}").read_text()
+    assert text.splitlines()[0] == ("node,score" if ext == ".csv" else "node\tscore")
+    got_labels, got = load_scores(tmp_path / f"s{ext}")
+    assert got_labels.tolist() == labels.tolist()
+    assert np.array_equal(got, r.scores)  # shortest round-trip text: the same float64

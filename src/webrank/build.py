@@ -165,8 +165,8 @@ def build_csr(
     nfine = ((num_ids - 1) >> shift) + 1
     present = np.zeros(num_ids if appear else 0, np.uint8)
     # unweighted: out-degrees counted on the way, in per-thread rows of int32 (int64
-    # past 2**31 links) where that takes at most the memory of the indices
-    count_out = weight is None and threads * num_ids <= max(m, 1 << 16)
+    # past 2**31 links) where that takes at most twice the memory of the indices
+    count_out = weight is None and threads * num_ids <= max(2 * m, 1 << 16)
     out_links = np.zeros((threads, num_ids) if count_out else (1, 0),
                          np.int32 if m < _INT32_LIMIT else np.int64)
     fine = cpu_build.mark_and_count(src_l, dst_l, present, shift, nfine, out_links)
@@ -240,9 +240,9 @@ def build_csr(
         out_weight = cpu_build.sum_rows(out_links, np.zeros(0, np.int64)
                                         if node_ids is None else node_ids)
     elif weights is None:
-        # private histograms in at most the memory of the indices
-        groups = int(max(1, min(threads, nnz // max(2 * n, 1))))
-        out_weight = cpu_build.bincount(indices, np.zeros(0), n, groups)
+        # private int32 histograms in at most the memory of the indices
+        groups = int(max(1, min(threads, nnz // max(n, 1))))
+        out_weight = cpu_build.count_sources(indices, np.zeros((groups, n), out_links.dtype))
     else:  # serial: the same float64 sums, in the same order, as np.bincount
         out_weight = np.bincount(indices, weights=weights, minlength=n)
     return indptr, indices, weights, out_weight, node_ids

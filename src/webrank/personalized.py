@@ -242,37 +242,13 @@ class PersonalizedPageRankResult:
         ``.parquet``: those four columns; ``.json``: the summary plus the four columns
         as lists.
         """
-        import json
+        from webrank.io.columns import write_columns
 
-        from webrank.io._atomic import atomic_write
-
-        path = Path(path)
-        ext = path.suffix.lower()
+        ext = Path(path).suffix.lower()
         if ext not in ROW_SUFFIXES:
             raise ValueError(f"cannot save rankings as {ext or 'a file without extension'!r}: "
                              f"use {', '.join(ROW_SUFFIXES)}")
-        cols = self.rows(count)
-        if ext in (".csv", ".tsv"):
-            sep = "," if ext == ".csv" else "\t"
-            body = np.char.add(
-                np.char.add(np.char.add(cols["seed_set"].astype(str), sep),
-                            np.char.add(cols["rank"].astype(str), sep)),
-                np.char.add(np.char.add(cols["node"].astype(str), sep),
-                            np.char.mod("%.17g", cols["score"])))
-            with atomic_write(path, mode="w") as f:
-                f.write(sep.join(cols) + "\n")
-                if body.size:
-                    f.write("\n".join(body.tolist()) + "\n")
-        elif ext == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            with atomic_write(path) as f:
-                pq.write_table(pa.table(cols), f)
-        else:
-            doc = {**self.summary(), **{k: [_py(x) for x in v] for k, v in cols.items()}}
-            with atomic_write(path, mode="w") as f:
-                json.dump(doc, f)
+        write_columns(path, self.rows(count), summary=self.summary())
 
     def __repr__(self) -> str:
         done = int(self.converged.sum())

@@ -159,38 +159,21 @@ class PageRankResult:
         The file is written under a temporary name and renamed when complete.
         """
         from webrank.io._atomic import atomic_write
+        from webrank.io.columns import write_columns
 
         path = Path(path)
         ext = path.suffix.lower()
-        if ext == ".npy":
-            with atomic_write(path) as f:
-                np.save(f, self.scores)
-        elif ext in (".csv", ".tsv", ".txt"):
-            sep = "," if ext == ".csv" else "\t"
-            labels = self.labels
-            with atomic_write(path, mode="w") as f:
-                f.write(f"node{sep}score\n")
-                body = np.char.add(np.char.add(np.asarray(labels).astype(str), sep),
-                                   np.char.mod("%.17g", self.scores))
-                f.write("\n".join(body.tolist()))
-                f.write("\n")
-        elif ext == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.table({"node": np.asarray(self.labels), "score": self.scores})
-            with atomic_write(path) as f:
-                pq.write_table(table, f)
-        elif ext == ".json":
-            doc = {**self.summary(), "node": [_py(x) for x in self.labels],
-                   "score": self.scores.tolist()}
-            with atomic_write(path, mode="w") as f:
-                json.dump(doc, f)
-        else:
+        if ext not in SCORE_SUFFIXES:
             raise ValueError(
                 f"cannot save scores as {ext or 'a file without extension'!r}: "
                 f"use {', '.join(SCORE_SUFFIXES)}"
             )
+        if ext == ".npy":
+            with atomic_write(path) as f:
+                np.save(f, self.scores)
+            return
+        write_columns(path, {"node": np.asarray(self.labels), "score": self.scores},
+                      summary=self.summary())
 
     def __repr__(self) -> str:
         state = "converged" if self.converged else "NOT converged"

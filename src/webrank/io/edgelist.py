@@ -218,7 +218,7 @@ def write_edgelist(
         if compression == "gzip":
             from isal import igzip_threaded
 
-            out = igzip_threaded.open(f, "wb", threads=1)
+            out = igzip_threaded.open(f, "wb", threads=-1)  # compressed on all cores
         elif compression == "bz2":
             import bz2
 

@@ -250,24 +250,15 @@ def gather_rows(bucket_start, bucket_dest, bucket_kept, src, w, indices,
 
 
 @njit(parallel=True, cache=True)
-def bincount(idx, w, n, groups):  # pragma: no cover - compiled
-    """``np.bincount(idx, weights=w or None, minlength=n)`` in float64, ``groups``
-    private histograms summed in parallel (``groups * n`` float64 of scratch)."""
+def count_sources(idx, hist):  # pragma: no cover - compiled
+    """``np.bincount(idx, minlength=n)`` in float64, counted in the rows of ``hist``
+    (groups x n, zeros; one private histogram per group of links) and summed in
+    parallel."""
     m = idx.size
-    weighted = w.size > 0
-    hist = np.zeros((groups, n), np.float64)
+    groups = hist.shape[0]
     step = (m + groups - 1) // groups
     for g in prange(groups):
         h = hist[g]
         for k in range(g * step, min(m, (g + 1) * step)):
-            if weighted:
-                h[idx[k]] += w[k]
-            else:
-                h[idx[k]] += 1.0
-    out = np.empty(n, np.float64)
-    for i in prange(n):
-        t = 0.0
-        for g in range(groups):
-            t += hist[g, i]
-        out[i] = t
-    return out
+            h[idx[k]] += 1
+    return sum_rows(hist, np.zeros(0, np.int64))

@@ -43,6 +43,7 @@ SUITES: dict[str, str] = {
     "baselines": "webrank.bench.suites.baselines",
     "seed-hybrid": "webrank.bench.suites.seed_hybrid",
     "gpu": "webrank.bench.suites.gpu",
+    "e2e": "webrank.bench.suites.e2e",
 }
 
 

@@ -1,0 +1,239 @@
+"""``webrank bench e2e``: a user's whole wait, file to ranks on disk, phase by phase.
+
+For each input (R-MAT edge lists generated into the output folder, as text, gzip text,
+Parquet, the ``.npz`` cache and, where the datasets folder has it, a LAW BVGraph; the
+real graphs of the datasets folder) and each device:
+
+* **whole process**: ``webrank rank FILE --tol 1e-10 -o scores.parquet`` as a user runs
+  it, a fresh process each time (interpreter start, imports, first calls included);
+* **phases**, measured inside a fresh process: the import of webrank, ``webrank.load``
+  (read, parse, ids, CSR), the setup of the solve (copy to the device, layouts), the
+  solve, the copy back with the result's assembly, and writing the scores as Parquet and
+  as CSV;
+* **floors** beside them: reading the file's bytes from the page cache, pyarrow's parse
+  of the same file on all cores (``pyarrow.csv.read_csv``, ``pyarrow.parquet.read_table``),
+  and writing the scores' bytes (a ``tobytes`` write of the score array).
+
+Scales are ``WEBRANK_E2E_SCALES`` (default "20 22"; ``--quick``: 14); the GPU phases run
+where a GPU is usable. Every number is the median of the repeats of a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from webrank.bench.runner import BenchContext
+
+TITLE = "End to end: a user's whole process, file to ranks on disk, phase by phase"
+SEED = """The seeds time the iteration alone: seed 000's cuSPARSE/cuBLAS loop, seeds
+001/004's dense kernel, seed 002's hybrid step. A user waits for the whole process:
+start, reading and parsing the file, numbering the nodes, building the matrix, moving
+it to the GPU, the solve, and writing the scores. This suite measures each phase beside
+its floor (the page-cache read, pyarrow's parse on all cores, the bytes of the output)."""
+
+PHASES = ("import", "load", "setup", "solve", "copy_back", "write_parquet", "write_csv")
+FLOORS = ("read_bytes", "parse_floor", "write_bytes")
+TOL = 1e-10
+
+
+def _scales(ctx: BenchContext) -> list[int]:
+    if ctx.quick:
+        return [14]
+    text = os.environ.get("WEBRANK_E2E_SCALES", "20 22")
+    return [int(s) for s in text.split()]
+
+
+def _inputs(ctx: BenchContext, folder: Path) -> list[tuple[str, str, Path]]:
+    """``(graph, format, path)`` of every input, written into ``folder``."""
+    from webrank.generate import generate
+    from webrank.graph import Graph
+    from webrank.io import save_graph, write_edgelist, write_parquet
+
+    out: list[tuple[str, str, Path]] = []
+    for scale in _scales(ctx):
+        src, dst, n = generate("rmat", scale, seed=1)
+        g = Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
+        del src, dst
+        name = f"rmat{scale}"
+        for fmt, suffix, write in (("txt", ".txt", write_edgelist),
+                                   ("txt.gz", ".txt.gz", write_edgelist),
+                                   ("parquet", ".parquet", write_parquet),
+                                   ("npz", ".npz", save_graph)):
+            path = folder / f"{name}{suffix}"
+            write(g, path)
+            out.append((name, fmt, path))
+    for real in ([] if ctx.quick else ["cnr-2000", "web-NotreDame", "soc-Epinions1"]):
+        path = ctx.dataset(real)
+        if path is not None:
+            out.append((real, "txt.gz", path))
+    if ctx.data_dir is not None and not ctx.quick:
+        bv = ctx.data_dir / "law" / "cnr-2000.graph"
+        if bv.exists():
+            out.append(("cnr-2000", "bvgraph", bv))
+    return out
+
+
+def run(ctx: BenchContext) -> None:
+    """Measure every input on every device (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(dir=ctx.out_dir) as tmp:
+        folder = Path(tmp)
+        for graph, fmt, path in _inputs(ctx, folder):
+            for device in ctx.devices:
+                rows.append(_measure(ctx, graph, fmt, path, device, folder))
+    _report(ctx, rows)
+
+
+def _measure(ctx: BenchContext, graph: str, fmt: str, path: Path, device: str,
+             folder: Path) -> dict[str, Any]:
+    params = {"graph": graph, "format": fmt, "bytes": path.stat().st_size, "tol": TOL}
+    out = folder / "scores.parquet"
+    cmd = [sys.executable, "-m", "webrank", "rank", str(path), "--device", device,
+           "--tol", str(TOL), "-o", str(out), "--json"]
+    whole: list[float] = []
+    summary: dict[str, Any] = {}
+    for _ in range(ctx.repeats):
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+        whole.append(time.perf_counter() - t0)
+        if done.returncode != 0:
+            ctx.skip(f"{graph} {fmt} on {device}", done.stderr.strip().splitlines()[-1]
+                     if done.stderr.strip() else f"exit {done.returncode}")
+            return {"graph": graph, "format": fmt, "device": device}
+        summary = json.loads(done.stdout)
+    ctx.record(f"whole process {graph} {fmt}", _timing(whole), device=device, params=params,
+               metrics={"iterations": summary.get("iterations"),
+                        "edges": summary.get("edges"), "method": summary.get("method")})
+    phases: dict[str, list[float]] = {}
+    for _ in range(ctx.repeats):
+        code = (f"from webrank.bench.suites.e2e import phases; "
+                f"phases({str(path)!r}, {fmt!r}, {device!r}, {str(folder)!r})")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=_env())
+        if done.returncode != 0:
+            raise RuntimeError(f"phases of {path} on {device}: {done.stderr[-2000:]}")
+        for k, v in json.loads(done.stdout.splitlines()[-1]).items():
+            phases.setdefault(k, []).append(v)
+    for k, vals in phases.items():
+        if k in PHASES or k in FLOORS:
+            ctx.record(f"{k} {graph} {fmt}", _timing(vals), device=device,
+                       params={**params, "phase": k})
+    return {"graph": graph, "format": fmt, "device": device,
+            "whole": float(np.median(whole)), "edges": summary.get("edges"),
+            **{k: float(np.median(v)) for k, v in phases.items()}}
+
+
+def _env() -> dict[str, str]:
+    """The child processes' environment: this checkout's webrank first."""
+    src = str(Path(__file__).resolve().parents[3])
+    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _timing(values: list[float]) -> dict[str, Any]:
+    v = [max(x, 1e-9) for x in values]
+    return {"median": float(np.median(v)), "min": min(v), "max": max(v), "repeat": len(v)}
+
+
+def phases(path: str, fmt: str, device: str, folder: str) -> None:
+    """In a fresh process: time each phase of ``rank PATH -o`` and its floor; print one
+    JSON line of seconds."""
+    t0 = time.perf_counter()
+    import webrank
+
+    times: dict[str, float] = {"import": time.perf_counter() - t0}
+    t = time.perf_counter()
+    with open(path, "rb") as f:  # the page-cache floor (the file was read just before)
+        while f.read(1 << 24):
+            pass
+    times["read_bytes"] = time.perf_counter() - t
+    floor = _parse_floor(path, fmt)
+    if floor is not None:
+        times["parse_floor"] = floor
+    t = time.perf_counter()
+    g = webrank.load(path)
+    times["load"] = time.perf_counter() - t
+    t = time.perf_counter()
+    r = webrank.pagerank(g, tol=TOL, device=device, raise_on_nonconvergence=False)
+    total = time.perf_counter() - t
+    times["setup"], times["solve"] = r.setup_time, r.elapsed
+    times["copy_back"] = max(total - r.setup_time - r.elapsed, 0.0)
+    for key, name in (("write_parquet", "s.parquet"), ("write_csv", "s.csv")):
+        t = time.perf_counter()
+        r.save(os.path.join(folder, name))
+        times[key] = time.perf_counter() - t
+    t = time.perf_counter()
+    with open(os.path.join(folder, "s.bin"), "wb") as f:
+        f.write(r.scores.tobytes())
+        f.write(np.asarray(r.labels).tobytes())
+    times["write_bytes"] = time.perf_counter() - t
+    print(json.dumps(times))
+
+
+def _parse_floor(path: str, fmt: str) -> float | None:
+    """pyarrow's parse of the file on all cores: its comments skipped by row count."""
+    import pyarrow as pa
+
+    t = time.perf_counter()
+    if fmt in ("txt", "txt.gz"):
+        import pyarrow.csv as pacsv
+
+        from webrank.io._open import open_binary
+
+        skip = 0
+        with open_binary(path) as f:
+            for line in f:
+                if not line.startswith((b"#", b"%")):
+                    break
+                skip += 1
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["s", "d"],
+                                                            skip_rows=skip),
+                       parse_options=pacsv.ParseOptions(delimiter="\t"),
+                       convert_options=pacsv.ConvertOptions(
+                           column_types={"s": pa.int64(), "d": pa.int64()}))
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.read_table(path)
+    else:
+        return None
+    return time.perf_counter() - t
+
+
+def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
+    rows = [r for r in rows if "whole" in r]
+    if not rows:
+        return
+    columns = ["graph", "format", "device", "edges", "whole", *PHASES, *FLOORS]
+    ctx.table("Whole process and its phases (s, median of fresh processes)", columns,
+              [[r["graph"], r["format"], r["device"], f"{r['edges']:,}" if r["edges"] else "",
+                *(f"{r[k]:.3f}" if k in r else "-" for k in columns[4:])] for r in rows])
+    ctx.table("Outside the solve, and load against the parse floor", [
+        "graph", "format", "device", "whole / solve", "outside solve (s)",
+        "load / parse floor"],
+        [[r["graph"], r["format"], r["device"], f"{r['whole'] / r['solve']:.1f}",
+          f"{r['whole'] - r['solve']:.3f}",
+          f"{r['load'] / r['parse_floor']:.2f}" if "parse_floor" in r else "-"]
+         for r in rows])
+
+    def draw(fig: Any) -> None:
+        ax = fig.add_subplot(1, 1, 1)
+        labels = [f"{r['graph']} {r['format']} {r['device']}" for r in rows]
+        left = np.zeros(len(rows))
+        for phase in PHASES:
+            widths = np.array([r.get(phase, 0.0) for r in rows])
+            ax.barh(labels, widths, left=left, label=phase)
+            left += widths
+        ax.set_xlabel("seconds (fresh process, median)")
+        ax.legend(fontsize=7)
+        ax.invert_yaxis()
+
+    ctx.plot("e2e_phases.png", draw, size=(8.0, 0.35 * len(rows) + 2.0))
