@@ -58,6 +58,25 @@ def parse(buf: np.ndarray, start: int, size: int) -> float:
     return time.perf_counter() - t
 
 
+def parallel_read(path: str, size: int) -> np.ndarray:
+    """The file's bytes in anonymous memory, read by all threads (a range each)."""
+    buf = np.empty(size, np.uint8)
+    pieces = np.linspace(0, size, 4 * num_threads() + 1).astype(np.int64)
+    fd = os.open(path, os.O_RDONLY)
+
+    def pread(k: int) -> None:
+        a, b = int(pieces[k]), int(pieces[k + 1])
+        mv = memoryview(buf)[a:b]
+        done = 0
+        while done < b - a:
+            done += os.preadv(fd, [mv[done:]], a + done)
+
+    with ThreadPoolExecutor(num_threads()) as pool:
+        list(pool.map(pread, range(pieces.size - 1)))
+    os.close(fd)
+    return buf
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
@@ -89,20 +108,7 @@ def main() -> None:
             del buf
             mm.close()
         t = time.perf_counter()
-        buf = np.empty(size, np.uint8)
-        pieces = np.linspace(0, size, 4 * num_threads() + 1).astype(np.int64)
-        fd = os.open(path, os.O_RDONLY)
-
-        def pread(k: int) -> None:
-            a, b = int(pieces[k]), int(pieces[k + 1])
-            mv = memoryview(buf)[a:b]
-            done = 0
-            while done < b - a:
-                done += os.preadv(fd, [mv[done:]], a + done)
-
-        with ThreadPoolExecutor(num_threads()) as pool:
-            list(pool.map(pread, range(pieces.size - 1)))
-        os.close(fd)
+        buf = parallel_read(path, size)
         res.setdefault("parallel pread", []).append(time.perf_counter() - t)
         res.setdefault("parse read buffer", []).append(parse(buf, start, size))
         del buf

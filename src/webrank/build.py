@@ -164,12 +164,15 @@ def build_csr(
     shift = max(0, int(num_ids - 1).bit_length() - _FINE_BITS)
     nfine = ((num_ids - 1) >> shift) + 1
     present = np.zeros(num_ids if appear else 0, np.uint8)
-    # unweighted: out-degrees counted on the way, in per-thread rows of int32 (int64
-    # past 2**31 links) where that takes at most twice the memory of the indices
-    count_out = weight is None and threads * num_ids <= max(2 * m, 1 << 16)
-    out_links = np.zeros((threads, num_ids) if count_out else (1, 0),
-                         np.int32 if m < _INT32_LIMIT else np.int64)
-    fine = cpu_build.mark_and_count(src_l, dst_l, present, shift, nfine, out_links)
+    src_ends = np.zeros((len(src), 3), np.int64)  # first, last source; in order?
+    fine = cpu_build.mark_and_count(src_l, dst_l, present, shift, nfine, src_ends)
+    # unweighted columns in source order (as most edge lists are written): out-degrees
+    # counted in runs by the scatter; otherwise from the finished indices
+    count_out = bool(weight is None and src_ends[:, 2].all()
+                     and (src_ends[1:, 0] >= src_ends[:-1, 1]).all())
+    count_dtype = np.int32 if m < _INT32_LIMIT else np.int64
+    out_links = np.zeros(num_ids if count_out else 0, count_dtype)
+    edge_runs = np.zeros((len(src), 2), np.int64)
     node_ids = newid = None
     n = num_ids
     if appear:
@@ -207,7 +210,11 @@ def build_csr(
     keys = np.empty(m, np.int64)
     w_in = np.empty(m if weighted else 0, np.float64)
     ws = List(weight) if weighted else List([np.zeros(0, np.float64)])
-    cpu_build.scatter(src_l, dst_l, ws, ids, shift, coarse_of, cursor, keys, w_in)
+    cpu_build.scatter(src_l, dst_l, ws, ids, shift, coarse_of, cursor, keys, w_in,
+                      out_links, edge_runs)
+    if count_out:  # the runs at the chunks' ends
+        np.add.at(out_links, src_ends[:, 0], edge_runs[:, 0])
+        np.add.at(out_links, src_ends[:, 1], edge_runs[:, 1])
     del src_l, dst_l, ws, cursor
     indices = np.empty(m, np.int32)
     w = np.empty(m if weighted or count_weights else 0, np.float64)
@@ -237,12 +244,12 @@ def build_csr(
     if nnz <= _INT32_LIMIT:
         indptr = indptr.astype(np.int32)
     if weights is None and count_out and nnz == m:  # (no parallel edge merged away)
-        out_weight = cpu_build.sum_rows(out_links, np.zeros(0, np.int64)
+        out_weight = cpu_build.sum_rows(out_links[None, :], np.zeros(0, np.int64)
                                         if node_ids is None else node_ids)
     elif weights is None:
         # private int32 histograms in at most the memory of the indices
         groups = int(max(1, min(threads, nnz // max(n, 1))))
-        out_weight = cpu_build.count_sources(indices, np.zeros((groups, n), out_links.dtype))
+        out_weight = cpu_build.count_sources(indices, np.zeros((groups, n), count_dtype))
     else:  # serial: the same float64 sums, in the same order, as np.bincount
         out_weight = np.bincount(indices, weights=weights, minlength=n)
     return indptr, indices, weights, out_weight, node_ids

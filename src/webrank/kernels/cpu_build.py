@@ -21,7 +21,7 @@ Everything is O(m + n) and, but for the prefix sums, parallel.
 from __future__ import annotations
 
 import numpy as np
-from numba import get_thread_id, njit, prange
+from numba import njit, prange
 
 # merging modes of sort_buckets
 COLLAPSE, SUM = 0, 1
@@ -64,28 +64,34 @@ def id_bounds(srcs, dsts):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def mark_and_count(srcs, dsts, present, shift, nfine, out_links):  # pragma: no cover
+def mark_and_count(srcs, dsts, present, shift, nfine, src_ends):  # pragma: no cover
     """One pass over the edges: ``present[id] = 1`` for every id that occurs (where
     ``present`` is not empty; racing writes of the same byte), the edges per (chunk,
-    fine bucket ``target id >> shift``), and, where ``out_links`` (threads x ids) is not
-    empty, each thread's count of the edges leaving each id."""
+    fine bucket ``target id >> shift``) (returned), and per chunk its first and last
+    source and whether its sources never decrease (``src_ends[c]``: first, last,
+    sorted 0/1)."""
     nc = len(srcs)
     mark = present.size > 0
-    degrees = out_links.size > 0
     counts = np.zeros((nc, nfine), np.int64)
     for c in prange(nc):
         s = srcs[_i(c)]
         d = dsts[_i(c)]
-        mine = out_links[get_thread_id()] if degrees else out_links[0]
+        ordered = 1
+        prev = s[0] if s.size else 0
         for k in range(s.size):
             u = s[k]
             v = d[k]
             counts[c, v >> shift] += 1
+            if u < prev:
+                ordered = 0
+            prev = u
             if mark:
                 present[u] = 1
                 present[v] = 1
-            if degrees:
-                mine[u] += 1
+        if s.size:
+            src_ends[c, 0] = s[0]
+            src_ends[c, 1] = s[s.size - 1]
+        src_ends[c, 2] = ordered
     return counts
 
 
@@ -104,19 +110,27 @@ def sum_rows(counts, node_ids):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def scatter(srcs, dsts, ws, newid, shift, coarse_of, cursor, keys,
-            out_w):  # pragma: no cover - compiled
+def scatter(srcs, dsts, ws, newid, shift, coarse_of, cursor, keys, out_w, out_links,
+            edge_runs):  # pragma: no cover - compiled
     """Every edge to its coarse bucket (``coarse_of[target >> shift]``) at the chunk's
     next slot ``cursor[chunk, bucket]``, as the key ``target << 32 | source`` (the target
     id as read, the source renumbered by ``newid`` unless it is empty); the weight of
-    chunk ``c`` from ``ws[c]`` where ``out_w`` is not empty."""
+    chunk ``c`` from ``ws[c]`` where ``out_w`` is not empty.
+
+    Where ``out_links`` is not empty (the columns are in source order, so a source's
+    links are one run that at most the chunks at its ends share), the links of each
+    source by id: runs inside a chunk added to ``out_links``, the chunk's first and last
+    run left in ``edge_runs[c]`` for the caller to add."""
     weighted = out_w.size > 0
     renumber = newid.size > 0
+    runs = out_links.size > 0
     for c in prange(len(srcs)):
         s = srcs[_i(c)]
         d = dsts[_i(c)]
         wc = ws[_i(c)] if weighted else ws[0]
         cur = cursor[c].copy()
+        run = 0  # links of the current run of one source
+        first_run = True
         for k in range(s.size):
             v = d[k]
             b = coarse_of[v >> shift]
@@ -126,6 +140,20 @@ def scatter(srcs, dsts, ws, newid, shift, coarse_of, cursor, keys,
             keys[p] = (v << 32) | u
             if weighted:
                 out_w[p] = wc[k]
+            if runs:
+                if k and s[k] != s[k - 1]:  # a run ends: its source is this chunk's own
+                    if first_run:
+                        edge_runs[c, 0] = run
+                        first_run = False
+                    else:
+                        out_links[s[k - 1]] += run
+                    run = 0
+                run += 1
+        if runs and s.size:
+            if first_run:
+                edge_runs[c, 0] = run
+            else:
+                edge_runs[c, 1] = run
 
 
 @njit(inline="always")
