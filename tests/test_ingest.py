@@ -114,11 +114,25 @@ def test_parallel_build_is_the_serial_build(src, data, dup, weighted, node_ids, 
                                        max_size=len(src)))) if weighted else None)
     s, d = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     ref = Graph.from_edges(s, d, w, duplicates=dup, node_ids=node_ids)
-    got = build.graph_from_chunks(build.as_chunks(s, pieces), build.as_chunks(d, pieces),
-                                  None if w is None else build.as_chunks(w, pieces),
-                                  num_nodes=None, node_ids=node_ids, labels=None,
+    # chunks with gaps between them, as the parallel parse leaves them
+    cuts = np.linspace(0, s.size, pieces + 1).astype(np.int64)
+    gap = np.arange(pieces) * 3
+    data = [np.zeros(s.size + 3 * pieces, a.dtype) for a in (s, d)]
+    for col, a in zip(data, (s, d), strict=True):
+        for c in range(pieces):
+            col[cuts[c] + gap[c]:cuts[c + 1] + gap[c]] = a[cuts[c]:cuts[c + 1]]
+    sc = build.Chunked(data[0], cuts[:-1] + gap, np.diff(cuts))
+    dc = build.Chunked(data[1], sc.starts, sc.counts)
+    wc = None
+    if w is not None:
+        wd = np.zeros(data[0].size)
+        for c in range(pieces):
+            wd[cuts[c] + gap[c]:cuts[c + 1] + gap[c]] = w[cuts[c]:cuts[c + 1]]
+        wc = build.Chunked(wd, sc.starts, sc.counts)
+    got = build.graph_from_chunks(sc, dc, wc, num_nodes=None, node_ids=node_ids, labels=None,
                                   duplicates=dup, name=None)
     same(got, ref)
+    np.testing.assert_array_equal(sc.concatenate(), s)
 
 
 def test_sorted_and_shuffled_rows_and_heavy_rows(parallel):

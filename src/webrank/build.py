@@ -23,99 +23,115 @@ path, as does a machine without Numba.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from webrank.errors import GraphFormatError
 
-__all__ = ["PARALLEL_BUILD_EDGES", "Chunked", "as_chunks", "build_csr", "graph_from_chunks",
-           "use_parallel_build"]
+__all__ = ["Chunked", "as_chunks", "build_csr", "graph_from_chunks", "id_bounds", "joined",
+           "parallel_build_edges", "use_parallel_build"]
 
-#: edge counts from which the parallel build runs (below, the serial path is as fast and
-#: a fresh process need not import Numba nor load its kernels)
-PARALLEL_BUILD_EDGES = 1 << 21
+#: edge counts from which the parallel build runs once its kernels are loaded; before,
+#: from 8 times as many: a process that needs Numba for nothing else would spend ~0.6 s
+#: importing it and starting its threads (0.2 + 0.4 s on 2 cores), as long as the
+#: serial build of ~8M links takes
+PARALLEL_BUILD_EDGES = 1 << 20
 
 _FINE_BITS = 12  # 4096 fine buckets: their counts place the coarse bucket boundaries
 _BUCKET_EDGES = 1 << 17  # coarse buckets of about this many links (1 MB of keys)
 _INT32_LIMIT = 2**31 - 1
 
-Chunks = Sequence[np.ndarray]
 
-
-class Chunked(list):
-    """A column given as its chunks (contiguous arrays, in order), as a parallel reader
-    produced it: :meth:`Graph.from_edges` builds from them without concatenating.
+@dataclass(eq=False)
+class Chunked:
+    """A column in chunks, as a parallel reader produced it: chunk ``c`` is
+    ``data[starts[c]:starts[c] + counts[c]]`` (gaps between chunks are not part of the
+    column). :meth:`Graph.from_edges` builds from chunked columns without joining
+    them; the columns of one graph share ``starts`` and ``counts``.
 
     ``bounds``: ``(smallest, largest)`` id of this column *and its partner* (sources and
-    targets), where the reader has found them (:func:`edge_bounds`), else None."""
+    targets), where already known (:func:`id_bounds`), else None.
+    """
 
+    data: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
     bounds: tuple[int, int] | None = None
 
     @property
     def size(self) -> int:
-        return int(sum(c.size for c in self))
+        return int(self.counts.sum())
 
     def concatenate(self) -> np.ndarray:
-        """The column as one array."""
-        return np.concatenate(self) if len(self) != 1 else self[0]
+        """The column as one array (a view where the chunks lie end to end)."""
+        m = self.size
+        if self.starts.size == 0:
+            return self.data[:0]
+        ends = self.starts + self.counts
+        if self.starts[0] == 0 and (self.starts[1:] == ends[:-1]).all():
+            return self.data[:m]
+        return np.concatenate([self.data[a:e] for a, e in zip(self.starts, ends, strict=True)])
+
+
+def joined(col: Any) -> Any:
+    """A column as one array, whether given chunked or not (None stays None)."""
+    return col.concatenate() if isinstance(col, Chunked) else col
+
+
+def parallel_build_edges() -> int:
+    """The edge count from which :func:`use_parallel_build` says yes, now."""
+    loaded = "webrank.kernels.cpu_build" in sys.modules
+    return PARALLEL_BUILD_EDGES if loaded else 8 * PARALLEL_BUILD_EDGES
 
 
 def use_parallel_build(num_edges: int) -> bool:
-    """Whether :func:`build_csr` is worth its Numba kernels for this many edges."""
+    """Whether the parallel build pays for this many edges (and Numba is there)."""
     from webrank.kernels.cpu import _jit
 
-    return num_edges >= PARALLEL_BUILD_EDGES and _jit() is not None
+    return num_edges >= parallel_build_edges() and _jit() is not None
 
 
-def as_chunks(col: Any, pieces: int | None = None) -> list[np.ndarray]:
-    """A column as a list of contiguous chunks: a list passes through; an array is cut
-    into views of about equal size (``pieces``, default 4 per thread) so that the
+def as_chunks(col: Any, like: Chunked | None = None) -> Chunked:
+    """A column as :class:`Chunked`: one passes through; an array is cut like ``like``
+    (which it must fit) or into 4 chunks per thread of about equal size, so that the
     chunk-parallel passes have work for every thread."""
     if isinstance(col, Chunked):
         return col
-    if isinstance(col, (list, tuple)):
-        return [np.ascontiguousarray(c) for c in col]
+    arr = np.ascontiguousarray(col)
+    if like is not None:
+        return Chunked(arr, like.starts, like.counts)
     from webrank.kernels.cpu import num_threads
 
-    arr = np.ascontiguousarray(col)
-    pieces = pieces or 4 * num_threads()
-    bounds = np.linspace(0, arr.size, max(1, pieces) + 1).astype(np.int64)
-    return [arr[a:b] for a, b in itertools.pairwise(bounds)]
+    bounds = np.linspace(0, arr.size, 4 * num_threads() + 1).astype(np.int64)
+    return Chunked(arr, bounds[:-1], np.diff(bounds))
 
 
-def id_bounds(src: Chunks, dst: Chunks) -> tuple[int, int]:
+def id_bounds(src: Chunked, dst: Chunked) -> tuple[int, int]:
     """``(smallest, largest)`` id of the chunked columns (``(0, -1)`` without edges), on
-    all cores from :data:`PARALLEL_BUILD_EDGES` edges on; kept in ``src.bounds`` (and
-    ``dst.bounds``) where they are :class:`Chunked`."""
-    known = getattr(src, "bounds", None)
-    if known is not None:
-        return known
-    m = sum(c.size for c in src)
-    if m == 0:
+    all cores for large columns; kept in ``src.bounds`` and ``dst.bounds``."""
+    if src.bounds is not None:
+        return src.bounds
+    if src.size == 0:
         lo, hi = 0, -1
-    elif use_parallel_build(m):
-        from numba.typed import List
-
+    elif use_parallel_build(src.size):
         from webrank.kernels import cpu_build
 
-        los, his = cpu_build.id_bounds(List(src), List(dst))
+        los, his = cpu_build.id_bounds(src.data, dst.data, src.starts, src.counts)
         lo, hi = int(los.min()), int(his.max())
     else:
-        lo = min(int(min(s.min(), d.min())) for s, d in zip(src, dst, strict=True) if s.size)
-        hi = max(int(max(s.max(), d.max())) for s, d in zip(src, dst, strict=True) if s.size)
-    for col in (src, dst):
-        if isinstance(col, Chunked):
-            col.bounds = (lo, hi)
+        s, d = src.concatenate(), dst.concatenate()
+        lo, hi = int(min(s.min(), d.min())), int(max(s.max(), d.max()))
+    src.bounds = dst.bounds = (lo, hi)
     return lo, hi
 
 
 def build_csr(
-    src: Chunks,
-    dst: Chunks,
-    weight: Chunks | None,
+    src: Chunked,
+    dst: Chunked,
+    weight: Chunked | None,
     num_ids: int,
     *,
     appear: bool = False,
@@ -125,10 +141,9 @@ def build_csr(
 
     Parameters
     ----------
-    src, dst : sequence of int64 arrays
-        The edge endpoints, chunk by chunk (chunk ``c`` of each column the same length),
-        ids in ``0..num_ids-1``.
-    weight : sequence of float64 arrays, optional
+    src, dst : Chunked int64 columns
+        The edge endpoints (chunked alike), ids in ``0..num_ids-1``.
+    weight : Chunked float64 column, optional
         Edge weights, chunked like ``src``; None for an unweighted graph.
     num_ids : int
         The id space, at most 2**31 - 1 ids.
@@ -149,30 +164,30 @@ def build_csr(
     node_ids : int64 array or None
         With ``appear``, the id of each node, where some id does not occur.
     """
-    from numba.typed import List
-
     from webrank.kernels import cpu_build
     from webrank.kernels.cpu import num_threads
 
     if not 0 < num_ids <= _INT32_LIMIT:
         raise ValueError(f"the parallel build takes 1..2**31-1 ids, not {num_ids}")
-    m = int(sum(c.size for c in src))
+    m = src.size
     threads = num_threads()
-    src_l, dst_l = List(src), List(dst)
+    starts, counts = src.starts, src.counts
+    chunks = starts.size
 
     # presence of ids, and edges per (chunk, fine bucket of target ids): one pass
     shift = max(0, int(num_ids - 1).bit_length() - _FINE_BITS)
     nfine = ((num_ids - 1) >> shift) + 1
     present = np.zeros(num_ids if appear else 0, np.uint8)
-    src_ends = np.zeros((len(src), 3), np.int64)  # first, last source; in order?
-    fine = cpu_build.mark_and_count(src_l, dst_l, present, shift, nfine, src_ends)
+    src_ends = np.zeros((chunks, 3), np.int64)  # first, last source; in order?
+    fine = cpu_build.mark_and_count(src.data, dst.data, starts, counts, present, shift,
+                                    nfine, src_ends)
     # unweighted columns in source order (as most edge lists are written): out-degrees
     # counted in runs by the scatter; otherwise from the finished indices
     count_out = bool(weight is None and src_ends[:, 2].all()
                      and (src_ends[1:, 0] >= src_ends[:-1, 1]).all())
     count_dtype = np.int32 if m < _INT32_LIMIT else np.int64
     out_links = np.zeros(num_ids if count_out else 0, count_dtype)
-    edge_runs = np.zeros((len(src), 2), np.int64)
+    edge_runs = np.zeros((chunks, 2), np.int64)
     node_ids = newid = None
     n = num_ids
     if appear:
@@ -202,20 +217,19 @@ def build_csr(
     per_bucket = np.add.reduceat(fine, first_fine, axis=1).T.ravel()
     del fine
     cursor = np.cumsum(per_bucket) - per_bucket
-    cursor = np.ascontiguousarray(cursor.reshape(nbuckets, len(src)).T)
+    cursor = np.ascontiguousarray(cursor.reshape(nbuckets, chunks).T)
     bucket_start = np.append(cursor[0], m)
 
     weighted = weight is not None
     count_weights = not weighted and duplicates == "sum"
     keys = np.empty(m, np.int64)
     w_in = np.empty(m if weighted else 0, np.float64)
-    ws = List(weight) if weighted else List([np.zeros(0, np.float64)])
-    cpu_build.scatter(src_l, dst_l, ws, ids, shift, coarse_of, cursor, keys, w_in,
-                      out_links, edge_runs)
+    cpu_build.scatter(src.data, dst.data, weight.data if weighted else w_in, starts, counts,
+                      ids, shift, coarse_of, cursor, keys, w_in, out_links, edge_runs)
     if count_out:  # the runs at the chunks' ends
         np.add.at(out_links, src_ends[:, 0], edge_runs[:, 0])
         np.add.at(out_links, src_ends[:, 1], edge_runs[:, 1])
-    del src_l, dst_l, ws, cursor
+    del cursor
     indices = np.empty(m, np.int32)
     w = np.empty(m if weighted or count_weights else 0, np.float64)
     row_kept = np.zeros(n, np.int64)
@@ -256,9 +270,9 @@ def build_csr(
 
 
 def graph_from_chunks(
-    src: Chunks,
-    dst: Chunks,
-    weight: Chunks | None,
+    src: Chunked,
+    dst: Chunked,
+    weight: Chunked | None,
     *,
     num_nodes: int | None,
     node_ids: str,
@@ -271,7 +285,7 @@ def graph_from_chunks(
     Arguments and errors as :meth:`Graph.from_edges`; weights already checked."""
     from webrank.graph import Graph
 
-    m = int(sum(c.size for c in src))
+    m = src.size
     if m == 0:
         return None
     lo, hi = id_bounds(src, dst)

@@ -137,22 +137,22 @@ class Graph:
             )
         w = None
         if weight is not None:
-            w = weight if chunked else np.asarray(weight, dtype=np.float64).ravel()
+            w = (weight if isinstance(weight, build.Chunked)
+                 else np.asarray(weight, dtype=np.float64).ravel())
             if w.size != src.size:
                 raise GraphFormatError(
                     f"weight has {w.size} entries for {src.size} edges", path=name
                 )
             _check_weights(w, name)
-        if src.size >= build.PARALLEL_BUILD_EDGES and build.use_parallel_build(src.size):
+        if src.size >= build.parallel_build_edges() and build.use_parallel_build(src.size):
+            src = build.as_chunks(src)
             g = build.graph_from_chunks(
-                build.as_chunks(src), build.as_chunks(dst),
-                None if w is None else build.as_chunks(w), num_nodes=num_nodes,
+                src, build.as_chunks(dst, like=src),
+                None if w is None else build.as_chunks(w, like=src), num_nodes=num_nodes,
                 node_ids=node_ids, labels=labels, duplicates=duplicates, name=name)
             if g is not None:
                 return g
-        if chunked:
-            src, dst = src.concatenate(), dst.concatenate()
-            w = None if w is None else w.concatenate()
+        src, dst, w = build.joined(src), build.joined(dst), build.joined(w)
         max_id = int(max(src.max(initial=-1), dst.max(initial=-1)))
 
         node_labels: np.ndarray | None = None
@@ -468,16 +468,13 @@ class Graph:
 
 
 def _check_weights(w: Any, name: str | None) -> None:
-    """Refuse a NaN, infinite or negative weight (``w``: an array or chunks)."""
-    offset = 0
-    for chunk in w if isinstance(w, list) else [w]:
-        k = first_bad_weight(chunk)
-        if k is not None:
-            raise GraphFormatError(
-                f"edge {offset + k} has weight {chunk[k]!r}; weights must be finite and >= 0",
-                path=name,
-            )
-        offset += chunk.size
+    """Refuse a NaN, infinite or negative weight (``w``: an array or a Chunked)."""
+    values = w if isinstance(w, np.ndarray) else w.concatenate()
+    k = first_bad_weight(values)
+    if k is not None:
+        raise GraphFormatError(
+            f"edge {k} has weight {values[k]!r}; weights must be finite and >= 0", path=name
+        )
 
 
 def first_bad_weight(w: np.ndarray) -> int | None:

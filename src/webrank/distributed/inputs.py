@@ -218,10 +218,11 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
 
         return arrow_id_columns(pq.read_table(path), source_col, target_col, weight_col,
                                 name=str(path))
+    from webrank.build import joined
     from webrank.io.edgelist import read_edge_columns
 
     src, dst, w, _labels = read_edge_columns(path)  # a third column: the weights
-    return src.concatenate(), dst.concatenate(), None if w is None else w.concatenate()
+    return joined(src), joined(dst), joined(w)
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,

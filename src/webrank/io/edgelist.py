@@ -42,10 +42,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from webrank.build import Chunked, id_bounds
+from webrank.build import Chunked, as_chunks, id_bounds
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
-from webrank.io._arrow import numpy_chunks, numpy_of
+from webrank.io._arrow import numpy_of
 from webrank.io._open import Progress, line_text, open_binary, plain_size
 from webrank.io.options import ReadOptions, reader_options
 
@@ -533,7 +533,7 @@ def _parallel_read(
     delim = layout.delimiter.encode()
     if body < _PARALLEL_PARSE_BYTES or len(delim) != 1 or delim.isdigit():
         return None
-    if not use_parallel_build(body // 16):  # (no Numba)
+    if not use_parallel_build(body // 12):  # (lines of ~12 bytes; or no Numba)
         return None
     from webrank.kernels import cpu_parse
     from webrank.kernels.cpu import num_threads
@@ -572,16 +572,12 @@ def _parallel_read(
         finally:
             del buf  # (the map closes only once no array views it)
     keep = parsed > 0
-    src_chunks, dst_chunks = Chunked(), Chunked()
-    for r in np.flatnonzero(keep):
-        lo, count = first_slot[r], parsed[r]
-        src_chunks.append(src[lo:lo + count])
-        dst_chunks.append(dst[lo:lo + count])
-    if not src_chunks:
+    if not keep.any():
         return None
-    src_chunks.bounds = dst_chunks.bounds = (int(bounds[keep, 0].min()),
-                                             int(bounds[keep, 1].max()))
-    return src_chunks, dst_chunks, None, None
+    starts, counts = first_slot[keep], parsed[keep]
+    lo_hi = (int(bounds[keep, 0].min()), int(bounds[keep, 1].max()))
+    return (Chunked(src, starts, counts, lo_hi), Chunked(dst, starts, counts, lo_hi), None,
+            None)
 
 
 # --------------------------------------------------------------------------------------
@@ -665,15 +661,15 @@ def _fast_read(
         return None
     w = None
     if use_w:
-        w = Chunked(numpy_chunks(table.column("weight")))
-        if any(first_bad_weight(c) is not None for c in w):
+        w = numpy_of(table.column("weight"))
+        if first_bad_weight(w) is not None:
             return None
     if labels == "int":
-        src = Chunked(numpy_chunks(table.column("src")))
-        dst = Chunked(numpy_chunks(table.column("dst")))
+        src = as_chunks(numpy_of(table.column("src")))
+        dst = as_chunks(numpy_of(table.column("dst")), like=src)
         if id_bounds(src, dst)[0] < 0:
             return None
-        return src, dst, w, None
+        return src, dst, None if w is None else as_chunks(w, like=src), None
     cs, cd, node_labels = factorize(table.column("src"), table.column("dst"))
     # labels the exact scanner would read differently: empty or whitespace-padded
     # fields, and mid-file comment lines that happened to have the right field count
@@ -681,7 +677,7 @@ def _fast_read(
     if pc.any(pc.match_substring_regex(pa.array(node_labels, type=pa.string()),
                                        r"^[#%]|^$|^\s|\s$")).as_py():
         return None
-    return cs, cd, None if w is None else w.concatenate(), node_labels
+    return cs, cd, w, node_labels
 
 
 # --------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Numba kernels of the parallel CSR build (:mod:`webrank.build`): edge columns in
-chunks (as a CSV reader hands them over) → id range, presence of ids, in-link CSR.
+chunks → id range, presence of ids, in-link CSR. Chunk ``c`` of a column ``col`` is
+``col[starts[c]:starts[c] + counts[c]]`` (a reader's chunks may leave gaps between them).
 
 The build is a parallel bucket sort by target row (a counting sort per bucket):
 
@@ -29,70 +30,57 @@ _INSERTION_MAX = 24  # rows up to this length are sorted by insertion (stable, i
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-@njit(inline="always")
-def _i(c):  # pragma: no cover - compiled
-    """A prange index (unsigned in Numba's parfors) as the signed index a typed list takes."""
-    return np.int64(c)
-
-
 @njit(parallel=True, cache=True)
-def id_bounds(srcs, dsts):  # pragma: no cover - compiled
+def id_bounds(src, dst, starts, counts):  # pragma: no cover - compiled
     """Per chunk, the smallest and largest id among its sources and targets
     (``(lo, hi)``, int64 arrays; an empty chunk gives ``(INT64_MAX, -1)``)."""
-    nc = len(srcs)
+    nc = starts.size
     lo = np.empty(nc, np.int64)
     hi = np.empty(nc, np.int64)
     for c in prange(nc):
-        s = srcs[_i(c)]
-        d = dsts[_i(c)]
         a = np.int64(_INT64_MAX)
         b = np.int64(-1)
-        for k in range(s.size):
-            u = s[k]
-            v = d[k]
-            if u < a:
-                a = u
-            if v < a:
-                a = v
-            if u > b:
-                b = u
-            if v > b:
-                b = v
+        for k in range(starts[c], starts[c] + counts[c]):
+            u = src[k]
+            v = dst[k]
+            a = min(a, min(u, v))
+            b = max(b, max(u, v))
         lo[c] = a
         hi[c] = b
     return lo, hi
 
 
 @njit(parallel=True, cache=True)
-def mark_and_count(srcs, dsts, present, shift, nfine, src_ends):  # pragma: no cover
+def mark_and_count(src, dst, starts, counts, present, shift, nfine,
+                   src_ends):  # pragma: no cover - compiled
     """One pass over the edges: ``present[id] = 1`` for every id that occurs (where
     ``present`` is not empty; racing writes of the same byte), the edges per (chunk,
     fine bucket ``target id >> shift``) (returned), and per chunk its first and last
     source and whether its sources never decrease (``src_ends[c]``: first, last,
     sorted 0/1)."""
-    nc = len(srcs)
+    nc = starts.size
     mark = present.size > 0
-    counts = np.zeros((nc, nfine), np.int64)
+    fine = np.zeros((nc, nfine), np.int64)
     for c in prange(nc):
-        s = srcs[_i(c)]
-        d = dsts[_i(c)]
+        a = starts[c]
+        e = a + counts[c]
         ordered = 1
-        prev = s[0] if s.size else 0
-        for k in range(s.size):
-            u = s[k]
-            v = d[k]
-            counts[c, v >> shift] += 1
+        prev = src[a] if e > a else 0
+        for k in range(a, e):
+            u = src[k]
+            v = dst[k]
+            fine[c, v >> shift] += 1
             if u < prev:
                 ordered = 0
             prev = u
             if mark:
                 present[u] = 1
                 present[v] = 1
-        if s.size:
-            src_ends[c, 0] = s[0]
-            src_ends[c, 1] = s[s.size - 1]
+        if e > a:
+            src_ends[c, 0] = src[a]
+            src_ends[c, 1] = src[e - 1]
         src_ends[c, 2] = ordered
-    return counts
+    return fine
 
 
 @njit(parallel=True, cache=True)
@@ -110,12 +98,12 @@ def sum_rows(counts, node_ids):  # pragma: no cover - compiled
 
 
 @njit(parallel=True, cache=True)
-def scatter(srcs, dsts, ws, newid, shift, coarse_of, cursor, keys, out_w, out_links,
-            edge_runs):  # pragma: no cover - compiled
+def scatter(src, dst, w, starts, counts, newid, shift, coarse_of, cursor, keys, out_w,
+            out_links, edge_runs):  # pragma: no cover - compiled
     """Every edge to its coarse bucket (``coarse_of[target >> shift]``) at the chunk's
     next slot ``cursor[chunk, bucket]``, as the key ``target << 32 | source`` (the target
-    id as read, the source renumbered by ``newid`` unless it is empty); the weight of
-    chunk ``c`` from ``ws[c]`` where ``out_w`` is not empty.
+    id as read, the source renumbered by ``newid`` unless it is empty); its weight ``w``
+    to ``out_w`` where ``out_w`` is not empty.
 
     Where ``out_links`` is not empty (the columns are in source order, so a source's
     links are one run that at most the chunks at its ends share), the links of each
@@ -124,32 +112,31 @@ def scatter(srcs, dsts, ws, newid, shift, coarse_of, cursor, keys, out_w, out_li
     weighted = out_w.size > 0
     renumber = newid.size > 0
     runs = out_links.size > 0
-    for c in prange(len(srcs)):
-        s = srcs[_i(c)]
-        d = dsts[_i(c)]
-        wc = ws[_i(c)] if weighted else ws[0]
+    for c in prange(starts.size):
+        a = starts[c]
+        e = a + counts[c]
         cur = cursor[c].copy()
         run = 0  # links of the current run of one source
         first_run = True
-        for k in range(s.size):
-            v = d[k]
+        for k in range(a, e):
+            v = dst[k]
             b = coarse_of[v >> shift]
             p = cur[b]
             cur[b] = p + 1
-            u = newid[s[k]] if renumber else s[k]
+            u = newid[src[k]] if renumber else src[k]
             keys[p] = (v << 32) | u
             if weighted:
-                out_w[p] = wc[k]
+                out_w[p] = w[k]
             if runs:
-                if k and s[k] != s[k - 1]:  # a run ends: its source is this chunk's own
+                if k > a and src[k] != src[k - 1]:  # a run ends: its source is the chunk's
                     if first_run:
                         edge_runs[c, 0] = run
                         first_run = False
                     else:
-                        out_links[s[k - 1]] += run
+                        out_links[src[k - 1]] += run
                     run = 0
                 run += 1
-        if runs and s.size:
+        if runs and e > a:
             if first_run:
                 edge_runs[c, 0] = run
             else:
