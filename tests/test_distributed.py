@@ -224,10 +224,48 @@ def test_edge_files_in_one_process(tmp_path, rng):
         f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src[i::3], dst[i::3],
                                                             strict=True)))
         files.append(f)
-    part, _ = read_edge_files(files, LocalComm(1), num_nodes=g.n)
+    part, _, labels = read_edge_files(files, LocalComm(1), num_nodes=g.n)
+    assert labels is None
     np.testing.assert_array_equal(part.indptr, g.indptr)
     np.testing.assert_array_equal(part.indices, g.indices)
     np.testing.assert_array_equal(part.out_weight, g.out_weight)
+    # the node set of webrank.load: the ids that occur (isolated ids are no nodes)
+    ref = webrank.Graph.from_edges(src, dst)
+    part, _, labels = read_edge_files(files, LocalComm(1))
+    assert (labels is None) == (ref.labels is None)
+    if labels is not None:
+        np.testing.assert_array_equal(labels, ref.labels)
+    np.testing.assert_array_equal(part.indptr, ref.indptr)
+    np.testing.assert_array_equal(part.indices, ref.indices)
+
+
+def webrank_cli(*args) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "webrank", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("ids", ["dense", "sparse"])
+def test_distributed_cli_numbers_nodes_as_one_process(tmp_path, ids):
+    # ids 5, 7, 9 (or far apart): 3 nodes of 1/3 on every path, none made up
+    scale = 1 if ids == "dense" else 10**12
+    f = tmp_path / "c.txt"
+    f.write_text(f"{5 * scale} {7 * scale}\n{7 * scale} {9 * scale}\n{9 * scale} {5 * scale}\n")
+    one = webrank_cli("rank", f, "--json", "--tol", "1e-12", "--device", "cpu")
+    part = webrank_cli("rank", f, "--distributed", "--json", "--tol", "1e-12",
+                       "--device", "cpu", "-o", tmp_path / "ranks")
+    assert one.returncode == 0 and part.returncode == 0, part.stderr
+    import pyarrow.parquet as pq
+
+    top_one = {t["node"]: t["score"] for t in json.loads(one.stdout)["top"]}
+    top_part = {t["node"]: t["score"] for t in json.loads(part.stdout)["top"]}
+    assert top_one.keys() == top_part.keys() == {5 * scale, 7 * scale, 9 * scale}
+    table = pq.read_table(str(tmp_path / "ranks" / "part-00000.parquet"))
+    assert sorted(table["node"].to_pylist()) == [5 * scale, 7 * scale, 9 * scale]
+    np.testing.assert_allclose(table["score"].to_numpy(), 1 / 3, rtol=1e-9)
+    r = webrank_cli("rank", f, "--distributed", "--labels", "string", "--device", "cpu")
+    assert r.returncode == 2 and "integer node ids" in r.stderr
 
 
 # -- launchers -----------------------------------------------------------------------------
@@ -333,15 +371,34 @@ def test_mpi_routes_edge_files_and_writes_parts(tmp_path):
 
     table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
                            for r in range(2)])
+    # the graph of webrank.load of the same files: the ids that occur
+    ref_graph = webrank.Graph.from_edges(src[:27000], dst[:27000])
+    ref = webrank.pagerank(ref_graph, device="cpu", tol=1e-12, method="power")
     scores = np.zeros(table.num_rows)
-    scores[table["node"].to_numpy()] = table["score"].to_numpy()
-    ref = webrank.pagerank(webrank.Graph.from_edges(src, dst, node_ids="range",
-                                                    num_nodes=int(max(src.max(),
-                                                                      dst.max())) + 1),
-                           device="cpu", tol=1e-12, method="power")
+    scores[ref_graph.index_of(table["node"].to_numpy())] = table["score"].to_numpy()
+    assert table.num_rows == ref_graph.n
     assert np.abs(scores - ref.scores).sum() < 1e-12
     assert (tmp_path / "ranks" / "_SUCCESS").exists()
     assert "converged" in out.stdout and out.stdout.count("converged") == 1  # rank 0 only
+
+
+@mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_mpi_numbers_nodes_as_one_process(tmp_path, ranks):
+    # one file, more ranks than files: ranks without edges agree on the same node set
+    f = tmp_path / "c.txt"
+    f.write_text("5 7\n7 9\n9 5\n9 7\n")
+    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(f), "--distributed",
+                          "--tol", "1e-12", "--device", "cpu", "-o", str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                           for r in range(ranks)])
+    ref = webrank.pagerank(webrank.load(f), tol=1e-12, device="cpu")
+    got = dict(zip(table["node"].to_pylist(), table["score"].to_pylist(), strict=True))
+    assert sorted(got) == [5, 7, 9]
+    np.testing.assert_allclose([got[k] for k in (5, 7, 9)], ref.scores, atol=1e-12)
 
 
 @mpi

@@ -129,10 +129,15 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
         if personalize or gpus:
             raise click.BadParameter("--distributed takes no --personalize or --gpus "
                                      "(one part per process)")
+        if source.format is not None:
+            raise click.BadParameter("--distributed reads shard directories and edge files "
+                                     "by their names (.txt, .csv, .parquet...)",
+                                     param_hint="--format")
         check_output(output, directory=True, inputs=[graph])
         _run_distributed(graph, alpha=alpha, tol=tol, max_iter=max_iter,
                          criterion=criterion, device=device, dtype=dtype, method=method,
-                         engine=engine, top_k=top_k, as_json=as_json, output=output)
+                         engine=engine, top_k=top_k, as_json=as_json, output=output,
+                         options=source.options)
         return
     check_output(output, suffixes=SCORE_SUFFIXES, inputs=[graph, personalize])
     t0 = time.perf_counter()

@@ -86,6 +86,11 @@ class Comm(ABC):
         """Every process's ``obj``, in rank order."""
         return [obj]
 
+    def allreduce_host(self, buf: np.ndarray, op: str = "sum") -> None:
+        """:meth:`allreduce` of one host (NumPy) array, in place, whatever this
+        communicator's device buffers are."""
+        self.allreduce([buf], op)
+
     def alltoallv(self, send: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Rows of ``send`` (grouped by destination rank, ``counts[r]`` rows for rank r)
         exchanged: the rows every rank sent here, in rank order (host arrays)."""
@@ -365,6 +370,9 @@ class NCCLProcessComm(_NCCLBase):
 
     def sum_host(self, value: float) -> float:
         return self.host.sum_host(value)
+
+    def allreduce_host(self, buf: np.ndarray, op: str = "sum") -> None:
+        self.host.allreduce_host(buf, op)
 
     def abort(self, code: int = 1) -> None:
         for comm in self.comms:

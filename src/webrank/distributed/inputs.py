@@ -10,9 +10,10 @@ Inputs (:func:`read_part`):
   rank r reads the files ``r, r + P, ...``; the ranks agree on row bounds balanced by
   in-links from a 65,536-bucket histogram (one all-reduce), route each edge to the rank
   that owns its target (one all-to-all), build their rows' CSR, and route each source's
-  out-degree (or out-weight) to its owner (another all-to-all). Node ids must be global
-  integers (``0..n-1``; n is the largest id + 1 unless given): string labels would need a
-  distributed dictionary, which webrank does not have.
+  out-degree (or out-weight) to its owner (another all-to-all). Node ids must be
+  integers; the node set is the single process's for the same files (the ids that occur,
+  by default): string labels would need a distributed dictionary, which webrank does not
+  have.
 
 Outputs: :func:`write_scores` writes each rank's rows to ``part-RRRRR.parquet`` in a
 directory (atomically, as the single-node writer) and rank 0 a ``_SUCCESS`` manifest.
@@ -31,6 +32,7 @@ from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_bounds
 from webrank.errors import DistributedError, GraphFormatError
 from webrank.graph import Graph
+from webrank.io.options import ReadOptions
 
 __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_scores",
            "write_shards"]
@@ -177,19 +179,20 @@ def read_shard(directory: str | os.PathLike[str], part: int, parts: int) -> Part
 
 def read_part(source: Any, comm: Comm, *, num_nodes: int | None = None,
               source_col: str = "src", target_col: str = "dst",
-              weight_col: str | None = None, duplicates: str = "collapse"
+              weight_col: str | None = None, duplicates: str | None = None,
+              options: ReadOptions | None = None
               ) -> tuple[Part, np.ndarray, np.ndarray | None]:
     """This rank's part of ``source`` (a shard directory, a Parquet directory, or a list of
-    edge files), the row bounds of every part, and the labels (shards only; else None)."""
+    edge files, read as :func:`read_edge_files` says), the row bounds of every part, and
+    the node labels (None where the nodes are ``0..n-1``)."""
     if isinstance(source, str | os.PathLike) and (Path(source) / MANIFEST).exists():
         directory = Path(source)
         part = read_shard(directory, comm.rank, comm.size)
         bounds = np.asarray(_manifest(directory)["bounds"], dtype=np.int64)
         return part, bounds, read_labels(directory)
-    part, bounds = read_edge_files(source, comm, num_nodes=num_nodes, source_col=source_col,
-                                   target_col=target_col, weight_col=weight_col,
-                                   duplicates=duplicates)
-    return part, bounds, None
+    return read_edge_files(source, comm, num_nodes=num_nodes, source_col=source_col,
+                           target_col=target_col, weight_col=weight_col,
+                           duplicates=duplicates, options=options)
 
 
 def _edge_files(source: Any) -> list[Path]:
@@ -207,8 +210,8 @@ def _edge_files(source: Any) -> list[Path]:
     return [Path(s) for s in source]
 
 
-def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str | None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str | None,
+                  options: ReadOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     if not path.exists():
         raise GraphFormatError("no such file", path=path)
     if path.suffix in (".parquet", ".pq"):
@@ -221,25 +224,37 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
     from webrank.build import joined
     from webrank.io.edgelist import read_edge_columns
 
-    src, dst, w, _labels = read_edge_columns(path)  # a third column: the weights
+    src, dst, w, _labels = read_edge_columns(path, options=options)  # a third column: weights
     return joined(src), joined(dst), joined(w)
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
                     source_col: str = "src", target_col: str = "dst",
-                    weight_col: str | None = None, duplicates: str = "collapse"
-                    ) -> tuple[Part, np.ndarray]:
+                    weight_col: str | None = None, duplicates: str | None = None,
+                    options: ReadOptions | None = None
+                    ) -> tuple[Part, np.ndarray, np.ndarray | None]:
     """This rank's rows of the graph in a list of edge files (see the module docstring).
 
-    Parallel edges: ``"collapse"`` keeps one (the largest weight; the single-node
-    reader's "last in the file" has no meaning across files read by different ranks),
-    ``"sum"`` adds their weights. Returns ``(part, bounds)``.
+    The files are read as :func:`webrank.load` reads them (``options``: header,
+    delimiter, weights), and the node set is the single process's: with
+    ``options.node_ids`` "appear" (the default) the ids that occur in any file, numbered
+    in increasing id order; "range" (or ``num_nodes``) ``0..max id``. Parallel edges:
+    ``"collapse"`` keeps one (the largest weight; the single-node reader's "last in the
+    file" has no meaning across files read by different ranks), ``"sum"`` adds their
+    weights (default: ``options.duplicates``). Returns ``(part, bounds, labels)``:
+    labels is the id of each node, or None where the nodes are ``0..n-1``.
     """
+    options = ReadOptions.of(options)
+    if options.labels != "int":
+        raise ValueError("partitioned runs read integer node ids only (string labels would "
+                         "need a distributed dictionary): number the nodes first, e.g. "
+                         "`webrank convert GRAPH --labels string DIR --shards P`")
+    duplicates = options.duplicates if duplicates is None else duplicates
     if duplicates not in ("collapse", "sum"):
         raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
     files = _edge_files(source)
     mine = files[comm.rank::comm.size]
-    cols = [_read_columns(f, source_col, target_col, weight_col) for f in mine]
+    cols = [_read_columns(f, source_col, target_col, weight_col, options) for f in mine]
     weighted = any(comm.allgather_obj(any(c[2] is not None for c in cols)))
     src = np.concatenate([c[0] for c in cols]) if cols else np.zeros(0, np.int64)
     dst = np.concatenate([c[1] for c in cols]) if cols else np.zeros(0, np.int64)
@@ -249,15 +264,20 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
                            ) if cols else np.zeros(0)
     top = max(int(src.max(initial=-1)), int(dst.max(initial=-1)))
     top_all = max(comm.allgather_obj(top))
-    n = top_all + 1 if num_nodes is None else int(num_nodes)
-    if top_all >= n:
-        raise GraphFormatError(f"node id {top_all} is out of range for num_nodes={n}")
-    if n == 0:
+    if top_all < 0:
         raise GraphFormatError("no edges in " + ", ".join(map(str, files)))
+    labels = None
+    if num_nodes is None and options.node_ids == "appear":
+        src, dst, labels = _appearing_ids(src, dst, top_all, comm)
+        n = int(top_all + 1 if labels is None else labels.size)
+    else:
+        n = top_all + 1 if num_nodes is None else int(num_nodes)
+    if top_all >= n and labels is None:
+        raise GraphFormatError(f"node id {top_all} is out of range for num_nodes={n}")
     # rows balanced by in-links: a histogram of the targets, summed over the ranks
     buckets = min(n, HISTOGRAM_BUCKETS)
     hist = np.bincount((dst * buckets) // n, minlength=buckets).astype(np.float64)
-    comm.allreduce([hist], "sum")
+    comm.allreduce_host(hist, "sum")
     bounds = histogram_bounds(hist, n, comm.size)
     # every edge to the rank that owns its target
     owner = np.searchsorted(bounds, dst, side="right") - 1
@@ -268,7 +288,28 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     r0, r1 = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
     part = _local_csr(pairs[:, 0], pairs[:, 1] - r0, wts, r0, r1, n, duplicates, comm.rank)
     part.out_weight = _route_out_weights(part, bounds, comm)
-    return part, bounds
+    return part, bounds, labels
+
+
+def _appearing_ids(src: np.ndarray, dst: np.ndarray, top: int, comm: Comm
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The node set of ``node_ids="appear"`` over every rank's edges: the ids that occur
+    anywhere, numbered in increasing id order (a presence vector summed over the ranks
+    where ids are dense, else the union of every rank's distinct ids). Returns the
+    renumbered columns and the ids (None where every id of ``0..top`` occurs)."""
+    links = int(comm.sum_host(src.size))
+    if top <= 4 * links + 1024:  # dense ids: as webrank.graph numbers them
+        present = np.zeros(top + 1)
+        present[src] = 1.0
+        present[dst] = 1.0
+        comm.allreduce_host(present, "max")
+        ids = np.flatnonzero(present)
+    else:  # sparse ids (hashes): every rank's distinct ids, joined
+        mine = np.unique(np.concatenate([src, dst]))
+        ids = np.unique(np.concatenate(comm.allgather_obj(mine)))
+    if ids.size == top + 1:
+        return src, dst, None
+    return np.searchsorted(ids, src), np.searchsorted(ids, dst), ids
 
 
 def _local_csr(src: np.ndarray, row: np.ndarray, w: np.ndarray | None, r0: int, r1: int,
