@@ -300,10 +300,13 @@ def graph_from_chunks(
             raise GraphFormatError(f"edge endpoint {hi} is out of range for {num_ids} labels",
                                    path=name)
     elif node_ids == "range":
+        from webrank.graph import _check_node_memory
+
         num_ids = hi + 1 if num_nodes is None else int(num_nodes)
         if hi >= num_ids:
             raise GraphFormatError(f"node id {hi} is out of range for num_nodes={num_ids}",
                                    path=name)
+        _check_node_memory(num_ids, m, num_nodes is None, name)
     else:
         if hi > 4 * m + 1024:
             return None  # sparse ids (hashes): the serial path sorts them

@@ -14,6 +14,7 @@ __all__ = [
     "DeviceMemoryError",
     "DeviceUnavailableError",
     "GraphFormatError",
+    "HostMemoryError",
     "InputWarning",
     "WebrankError",
 ]
@@ -94,6 +95,11 @@ class DeviceMemoryError(WebrankError, MemoryError):
             f"{what} needs {needed / 2**30:.2f} GiB of GPU memory but only "
             f"{free / 2**30:.2f} GiB is free; use device='cpu', float32, or a larger GPU"
         )
+
+
+class HostMemoryError(WebrankError, MemoryError):
+    """An input implies more host memory than is available (a declared or implied node
+    count, say); the message says how much and what to do. Raised before allocating."""
 
 
 class DistributedError(WebrankError, RuntimeError):

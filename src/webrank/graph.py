@@ -169,6 +169,7 @@ class Graph:
                 raise GraphFormatError(
                     f"node id {max_id} is out of range for num_nodes={n}", path=name
                 )
+            _check_node_memory(n, src.size, num_nodes is None, name)
         else:
             src, dst, node_labels, n = _compact_ids(src, dst, max_id)
 
@@ -465,6 +466,24 @@ class Graph:
         kind = "weighted" if self.is_weighted else "unweighted"
         src = f", name={self.name!r}" if self.name else ""
         return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
+
+
+#: bytes a node takes in a graph (row pointer, out-weight) and in a solve (the iterate,
+#: its successor, the gathered vector, teleport, dangling, 1/out-weight)
+NODE_BYTES = 16 + 48
+
+
+def _check_node_memory(n: int, m: int, from_ids: bool, name: str | None) -> None:
+    """Refuse a node count whose arrays cannot fit in memory, before allocating them."""
+    from webrank.memory import check_fits
+
+    if n <= 4 * m + (1 << 20):
+        return  # no larger than the edges' own arrays: nothing an input could blow up
+    cause = (f"the largest id ({n - 1:,}) makes {n:,} nodes (node_ids='range')" if from_ids
+             else f"{n:,} declared nodes")
+    hint = ("node_ids='appear' (CLI: --node-ids appear) keeps only the ids that occur"
+            if from_ids else "is the declared size right? the file has " f"{m:,} links")
+    check_fits(NODE_BYTES * n, f"{cause} for {m:,} links", hint, path=name)
 
 
 def _check_weights(w: Any, name: str | None) -> None:

@@ -126,6 +126,7 @@ from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, _as_id_array, _index_dtype
 from webrank.ranking import _check_scalar_args, _distribution
 from webrank.result import PageRankResult
+from webrank.solvers import in_epochs
 
 __all__ = ["edit_graph", "update"]
 
@@ -517,7 +518,7 @@ def update(
     x0 = op.asarray(y / y.sum())
     op.synchronize()
     t3 = time.perf_counter()
-    steps = op.power_steps(x0, tol=tol, max_steps=max_iter, criterion=criterion)
+    steps = in_epochs(op.power_steps, x0, tol=tol, max_steps=max_iter, criterion=criterion)
     op.synchronize()
     t4 = time.perf_counter()
 

@@ -148,7 +148,7 @@ class CPUOperator(PageRankOperator):
         x_next = np.empty_like(x)
         xs_next = np.empty_like(xs)
         dm = self.dangling_mass(x)
-        residuals = np.empty(max_steps)
+        residuals: list[float] = []
         converged = False
         steps = 0
         delta = False
@@ -185,15 +185,16 @@ class CPUOperator(PageRankOperator):
                 delta = True
             x, x_next = x_next, x
             xs, xs_next = xs_next, xs
-            residuals[steps] = np.sqrt(res) if crit == 1 else res
+            residuals.append(float(np.sqrt(res) if crit == 1 else res))
             steps += 1
             if callback is not None:
-                callback(steps, residuals[steps - 1])
+                callback(steps, residuals[-1])
             if res < tol_cmp:
                 converged = True
                 break
         self.matvecs += steps
-        return StepsResult(x=x, residuals=residuals[:steps], converged=converged)
+        return StepsResult(x=x, residuals=np.asarray(residuals, dtype=np.float64),
+                           converged=converged)
 
     def _step_engine(self, tol: float, max_steps: int) -> str:
         """The Numba power step for a solve to ``tol`` in at most ``max_steps`` steps
@@ -275,7 +276,7 @@ class CPUOperator(PageRankOperator):
         dm = int(x_cur[self._dangling].sum(dtype=np.uint64))
         k = self._bounds.size
         partial_res, partial_dm = np.zeros(k), np.zeros(k, dtype=np.uint64)
-        residuals = np.empty(max_steps)
+        residuals: list[float] = []
         done, converged = 0, False
         while done < max_steps:
             res, dm = cpu_fixed.fixed_step(
@@ -284,12 +285,13 @@ class CPUOperator(PageRankOperator):
                 partial_dm)
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
-            residuals[done] = (np.sqrt(res) if crit == 1 else res) * ulp
+            residuals.append(float((np.sqrt(res) if crit == 1 else res) * ulp))
             done += 1
             if callback is not None:
-                callback(done, residuals[done - 1])
+                callback(done, residuals[-1])
             if res < tol_cmp:
                 converged = True
                 break
         self.matvecs += done
-        return StepsResult(x=x_cur, residuals=residuals[:done], converged=converged)
+        return StepsResult(x=x_cur, residuals=np.asarray(residuals, dtype=np.float64),
+                           converged=converged)

@@ -97,8 +97,8 @@ def _rank_options(f):
         click.option("--method", default="auto", show_default=True,
                      help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
                           "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),
-        click.option("--top", "top_k", default=10, show_default=True,
-                     help="How many top pages to print."),
+        click.option("--top", "top_k", type=click.IntRange(min=0), default=10,
+                     show_default=True, help="How many top pages to print."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the summary and top pages as JSON."),
         click.option("--output", "-o", type=click.Path(), default=None,
@@ -165,7 +165,7 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
                                  top=top_k, **params)
         if output:
             write_scores(output, comm, r.row_begin, r.scores, r.info.get("labels"))
-    except (WebrankError, ValueError, OSError, KeyError) as exc:
+    except (WebrankError, ValueError, OSError, KeyError, MemoryError) as exc:
         # one line, then stop every rank: the others may be waiting in a collective, and
         # MPI's finalize at exit would wait for them
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -468,6 +468,10 @@ def main(argv: list[str] | None = None) -> None:
     except (WebrankError, ValueError, OSError, KeyError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         click.echo(f"webrank: {msg}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except MemoryError as exc:  # an allocation failed (host, or a GPU's through CuPy)
+        msg = str(exc).splitlines()[0] if str(exc) else "an allocation failed"
+        click.echo(f"webrank: out of memory: {msg}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         click.echo("webrank: interrupted", err=True)

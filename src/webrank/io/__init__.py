@@ -156,6 +156,8 @@ def load(
     if format is None:
         if not os.path.exists(name):
             raise GraphFormatError("no such file", path=name)
+        if os.path.isdir(name):
+            raise GraphFormatError(_directory_message(name), path=name)
         fmt = detect_format(name)
     else:
         fmt = _ALIASES.get(str(format).lower(), str(format).lower())
@@ -170,6 +172,18 @@ def load(
     if fmt == "bvgraph":
         return _load_bvgraph(name, opts.named(name))
     return _READERS[fmt](name, options=opts)
+
+
+def _directory_message(name: str) -> str:
+    """What a directory given as a graph file probably is, and what to do with it."""
+    entries = os.listdir(name)
+    if "webrank-shards.json" in entries:
+        return ("is a directory of shards: rank it with `webrank rank DIR --distributed` "
+                "(one process per shard, under mpirun, srun or torchrun)")
+    if any(e.endswith((".parquet", ".pq")) for e in entries):
+        return ("is a directory of Parquet files: rank it with --distributed, or give one "
+                "file")
+    return "is a directory, not a graph file"
 
 
 def _load_bvgraph(name: str, opts: ReadOptions) -> Graph:

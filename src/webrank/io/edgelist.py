@@ -64,6 +64,7 @@ _BOM = b"\xef\xbb\xbf"
 _BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels string)'
 _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
 _SAMPLE_LINES = 64
+_MAX_LINE_BYTES = 1 << 20  # a longer first line: not an edge list
 _PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
@@ -412,7 +413,7 @@ def _sniff(
 
     Returns the bytes read so far (the caller passes the rest on) and the layout.
     """
-    buf = b""
+    buf = bytearray()  # (appended to: amortised, not quadratic, over long comments)
     eof = False
     first: int | None = None  # offset of the first data line
     first_line = 0
@@ -428,6 +429,12 @@ def _sniff(
             buf += chunk
             if pos == 0 and buf.startswith(_BOM):
                 pos = len(_BOM)  # a UTF-8 byte-order mark is not part of the first line
+            if b"\x00" in chunk:  # binary data: refused from its first block
+                _check_text(bytes(buf), name, seen)
+            if len(buf) - pos > _MAX_LINE_BYTES:
+                raise GraphFormatError(
+                    f"no line end in {_MAX_LINE_BYTES >> 20} MiB: not a text edge list",
+                    path=name, line=lineno + 1, text=_decode(bytes(buf[pos:pos + 60])))
         # classify complete lines (the last one may lack its newline at EOF)
         while True:
             end = buf.find(b"\n", pos)
@@ -435,7 +442,7 @@ def _sniff(
                 if not eof or pos >= len(buf):
                     break
                 end = len(buf)
-            line = buf[pos:end]
+            line = bytes(buf[pos:end])
             start, pos = pos, end + 1
             lineno += 1
             if _is_comment(line):
@@ -616,11 +623,16 @@ class _ArrowSource(io.RawIOBase):
         return data
 
     def _read(self, size: int | None) -> bytes:
+        # A corrupt compressed stream ends the data here (pyarrow sees an end of file)
+        # and the error is raised once pyarrow has returned: an exception raised into
+        # pyarrow's reader thread could abort the process at exit (std::terminate).
+        if self.error is not None:
+            return b""
         try:
             return self._stream.read(size)
         except GraphFormatError as e:
             self.error = e
-            raise
+            return b""
 
     def close(self) -> None:  # pyarrow closes its source; the stream is closed by its owner
         super().close()
@@ -653,10 +665,14 @@ def _fast_read(
         )
     except MemoryError:
         raise
+    except pa.ArrowCancelled:  # pyarrow's reading was interrupted (Ctrl-C): stop here
+        raise KeyboardInterrupt from None
     except Exception:
         if source.error is not None:
             raise source.error from None
         return None  # unparseable for pyarrow: let the exact scanner find out why
+    if source.error is not None:
+        raise source.error
     if source.saw_hex or any(c.null_count for c in table.columns):
         return None
     w = None

@@ -86,6 +86,13 @@ def read_mtx(
         if weighted is True and field == "pattern":
             raise GraphFormatError("weighted=True but this is a pattern matrix (no values)",
                                    path=name, line=1, text=banner)
+        if words[2] == "array":  # dense: rows x cols values would be read
+            from webrank.memory import check_fits
+
+            size = _declared_size(f.peek(1 << 16))
+            if size is not None:
+                check_fits(8 * size[0] * size[1], f"a dense {size[0]:,} x {size[1]:,} matrix",
+                           "store a graph as 'coordinate' entries", path=name)
         try:
             mat = scipy.io.mmread(f)
         except GraphFormatError:
@@ -141,3 +148,17 @@ def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
     mat = sp.coo_array((data, (src, dst)), shape=(graph.n, graph.n))
     with atomic_write(path, "wb") as f:
         scipy.io.mmwrite(f, mat, field="pattern" if w is None else "real")
+
+
+def _declared_size(head: bytes) -> tuple[int, int] | None:
+    """``(rows, cols)`` from the size line after the banner and comments, or None."""
+    for line in head.split(b"\n")[1:]:
+        text = line.strip()
+        if not text or text.startswith(b"%"):
+            continue
+        try:
+            rows, cols = (int(t) for t in text.split()[:2])
+        except ValueError:
+            return None
+        return rows, cols
+    return None

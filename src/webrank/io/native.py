@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from webrank.errors import GraphFormatError
-from webrank.graph import Graph
+from webrank.graph import Graph, first_bad_weight
 from webrank.io._open import check_input
 from webrank.io.options import ReadOptions, reader_options
 
@@ -222,11 +222,23 @@ def _build(data: dict[str, Any], name: str) -> Graph:
         raise bad("indptr is not non-decreasing")
     if m and (indices.min() < 0 or indices.max() >= n):
         raise bad("indices out of range")
-    if out_weight.shape != (n,):
-        raise bad("out_weight has the wrong length")
+    if out_weight.shape != (n,) or out_weight.dtype.kind != "f":
+        raise bad("out_weight is not a float array of one entry per node")
     weights = data.get("weights")
-    if weights is not None and weights.shape != (m,):
-        raise bad("weights has the wrong length")
+    if weights is not None and (weights.shape != (m,) or weights.dtype.kind != "f"):
+        raise bad("weights is not a float array of one entry per link")
+    # the out-weights are the links' (weights') sums: checked in O(n) plus one sum
+    k = first_bad_weight(out_weight)
+    if k is not None:
+        raise bad(f"node {k} has out-weight {float(out_weight[k])}")
+    if weights is not None and (k := first_bad_weight(weights)) is not None:
+        raise bad(f"link {k} has weight {float(weights[k])}")
+    expect = float(m if weights is None else weights.sum())
+    if weights is None and np.any(out_weight != np.floor(out_weight)):
+        raise bad("an unweighted graph's out-weights are not link counts")
+    if abs(float(out_weight.sum()) - expect) > 1e-9 * max(expect, 1.0):
+        raise bad(f"the out-weights sum to {float(out_weight.sum())!r}, the links' "
+                  f"{'weights' if weights is not None else 'count'} to {expect!r}")
     labels = data.get("labels")
     if "labels_utf8" in data:
         kind = str(data.get("labels_kind", "O"))

@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOLVERS", "SolverOutput", "get_solver", "register"]
+__all__ = ["EPOCH_STEPS", "SOLVERS", "SolverOutput", "get_solver", "in_epochs", "register"]
+
+#: steps an operator is asked for at once: its per-step history (a residual row per
+#: step, on the device for the GPU engines) is sized by them, never by ``max_iter``
+EPOCH_STEPS = 1 << 16
 
 
 @dataclass
@@ -31,6 +35,30 @@ class SolverOutput:
     #: sum taken again would add in a device-dependent order and move ulps (``fixed``
     #: divides by its exact integer total, so both devices return the same bits)
     normalized: bool = False
+
+
+def in_epochs(steps: Callable[..., Any], x: Any, *, max_steps: int, callback: Any = None,
+              **kwargs: Any) -> Any:
+    """``steps(x, max_steps=..., callback=..., **kwargs)`` (an operator's
+    ``power_steps`` or ``fixed_steps``) run in epochs of at most :data:`EPOCH_STEPS`
+    steps, each from the last one's iterate, until it converges or ``max_steps`` are
+    taken: one :class:`~webrank.backends.base.StepsResult` of them all (``callback``
+    sees the step numbers of the whole run)."""
+    done = 0
+    residuals: list[np.ndarray] = []
+    while True:
+        def numbered(step: int, residual: float, _offset: int = done) -> None:
+            callback(_offset + step, residual)
+
+        out = steps(x, max_steps=min(EPOCH_STEPS, max_steps - done),
+                    callback=None if callback is None else numbered, **kwargs)
+        residuals.append(np.asarray(out.residuals))
+        done += len(out.residuals)
+        x = out.x
+        if out.converged or done >= max_steps or len(out.residuals) == 0:
+            break
+    out.residuals = np.concatenate(residuals) if len(residuals) > 1 else residuals[0]
+    return out
 
 
 SolverFn = Callable[..., SolverOutput]

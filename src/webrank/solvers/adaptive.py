@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.solvers import SolverOutput, register
+from webrank.solvers import SolverOutput, in_epochs, register
 
 __all__ = ["adaptive", "freeze_threshold"]
 
@@ -135,8 +135,8 @@ def adaptive(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         if callback is not None:
             callback(done + step, residual)
 
-    full = op.power_steps(x, tol=tol, max_steps=max_iter - done, criterion=criterion,
-                          callback=verify_callback)
+    full = in_epochs(op.power_steps, x, tol=tol, max_steps=max_iter - done,
+                     criterion=criterion, callback=verify_callback)
     k = len(full.residuals)
     residuals.append(full.residuals)
     rows_active += [n] * k

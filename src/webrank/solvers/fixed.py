@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.solvers import SolverOutput, register
+from webrank.solvers import SolverOutput, in_epochs, register
 
 # webrank.kernels.cpu_fixed imports Numba, so it is imported in the functions that use
 # it, not when the solver registry loads this module (webrank.solvers)
@@ -163,8 +163,8 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
               for k, v in fixed_constants(op).items()}
     # x0 sums to 1, so every entry is at most 1.0 = 2**63: it fits
     x_q = xp.minimum(to_q63(x0, xp), xp.uint64(ONE_Q63))
-    out = op.fixed_steps(x_q, product=PRODUCTS[product], tol=tol, max_steps=max_iter,
-                         criterion=criterion, callback=callback, **consts)
+    out = in_epochs(op.fixed_steps, x_q, product=PRODUCTS[product], tol=tol,
+                    max_steps=max_iter, criterion=criterion, callback=callback, **consts)
     # divided by the exact integer total (the same roundings on every device), not
     # by a float sum whose order, and so whose last bit, depends on the device
     total_q = int(out.x.sum(dtype=np.uint64))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webrank.solvers import SolverOutput, register
+from webrank.solvers import SolverOutput, in_epochs, register
 
 
 @register("power")
@@ -25,8 +25,8 @@ def power(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
 
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
                             converged=False)
-    out = op.power_steps(x0, tol=tol, max_steps=max_iter, criterion=criterion,
-                         callback=callback)
+    out = in_epochs(op.power_steps, x0, tol=tol, max_steps=max_iter, criterion=criterion,
+                    callback=callback)
     k = len(out.residuals)
     return SolverOutput(x=out.x, iterations=k, matvecs=k, residuals=out.residuals,
                         converged=out.converged)

@@ -1,0 +1,60 @@
+"""Host memory checks made before large allocations: a size declared by a file or
+implied by an id is compared with the memory at hand, and refused with one line saying
+how much is needed and what to do, instead of an allocation failing (or the machine
+swapping) halfway through."""
+
+from __future__ import annotations
+
+import os
+
+from webrank.errors import HostMemoryError
+
+__all__ = ["available_bytes", "check_fits", "format_bytes"]
+
+
+def available_bytes() -> int | None:
+    """Bytes of host memory available now (``MemAvailable`` on Linux; the physical
+    pages free elsewhere), or None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in GiB, MiB or KiB, whichever reads best."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def check_fits(nbytes: int, what: str, hint: str = "", *, path: str | None = None) -> None:
+    """Raise :class:`~webrank.errors.HostMemoryError` when ``nbytes`` exceed the memory
+    available now.
+
+    Parameters
+    ----------
+    nbytes : int
+        What the allocation needs.
+    what : str
+        What needs it ("3,000,000,000 nodes declared by the header"), for the message.
+    hint : str, optional
+        What to do instead.
+    path : str, optional
+        The input file it comes from.
+    """
+    free = available_bytes()
+    if free is None or nbytes <= free:
+        return
+    where = f"{path}: " if path else ""
+    raise HostMemoryError(
+        f"{where}{what}: {format_bytes(nbytes)} of memory needed, {format_bytes(free)} "
+        "available" + (f"; {hint}" if hint else ""))
