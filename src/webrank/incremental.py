@@ -550,7 +550,8 @@ def update(
         residuals=np.asarray(steps.residuals, dtype=np.float64), elapsed=t4 - t0,
         device=backend, dtype=dtype, method="incremental", criterion=criterion, tol=tol,
         alpha=alpha, matvecs=k, setup_time=t_edit + (t3 - t2),
-        device_name=device_name(backend), graph=new, info=info)
+        device_name=device_name(backend), graph=new, info=info, personalization=v,
+        dangling=d)
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result

@@ -193,6 +193,8 @@ def pagerank(
         device_name=device_name(backend),
         graph=graph,
         info={**op.info, **out.info},
+        personalization=v,
+        dangling=d,
     )
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
