@@ -431,3 +431,50 @@ def test_a_rank_that_hangs_is_named_and_the_run_stops(tmp_path):
                         tol=1e-14, timeout=4)
     assert out.returncode != 0
     assert "rank(s) 1 did not answer rank 0 within 4 s" in out.stderr, out.stderr[-1500:]
+
+
+@mpi
+def test_mpi_full_disk_leaves_no_parts_that_look_complete(tmp_path):
+    # RLIMIT_FSIZE plays a full disk: every write past 4 KiB fails (EFBIG; Python
+    # ignores SIGXFSZ); the run stops in one line, and no part nor _SUCCESS is left
+    g = random_graph(np.random.default_rng(5), 20000, 60000)
+    d = write_shards(g, tmp_path / "s", 2)
+    out_dir = tmp_path / "ranks"
+    # a complete output of an earlier run of 3 ranks, which this run takes over
+    ok = run_mpi(3, [sys.executable, "-m", "webrank", "rank", str(write_shards(
+        g, tmp_path / "s3", 3)), "--distributed", "--device", "cpu", "-o", str(out_dir)])
+    assert ok.returncode == 0 and (out_dir / "_SUCCESS").exists(), ok.stderr[-2000:]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_btl="self,tcp",  # (shared-memory segments would hit the limit too)
+               PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+
+    # the limit on the ranks only (mpirun's own files would hit it first)
+    limited = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, "
+               "(4096, 4096)); os.execv(sys.executable, [sys.executable, '-m', 'webrank', "
+               "*sys.argv[1:]])")
+    out = subprocess.run([_mpirun(), "--oversubscribe", "-n", "2", sys.executable, "-c",
+                          limited, "rank", str(d), "--distributed", "--device", "cpu",
+                          "-o", str(out_dir)], capture_output=True, text=True, env=env,
+                         timeout=240)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "File too large" in out.stderr and "part-0000" in out.stderr, out.stderr[-2000:]
+    # no success marker over a mix of old and new parts, no part of a third rank; a
+    # rank killed by another's abort may leave its hidden temporary file, which the
+    # next run removes
+    assert not (out_dir / "_SUCCESS").exists()
+    assert not (out_dir / "part-00002.parquet").exists()
+
+
+def test_output_into_a_read_only_folder_is_one_line(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    f = tmp_path / "c.txt"
+    f.write_text("0 1\n1 0\n")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    r = webrank_cli("rank", f, "-o", ro / "s.csv")
+    assert r.returncode == 2 and "permission denied" in r.stderr

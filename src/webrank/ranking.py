@@ -219,7 +219,6 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
         return 1
     if device == "cpu":
         raise ValueError("gpus > 1 runs on GPUs: use device='gpu' (or 'auto')")
-    resolve_device("gpu")  # DeviceUnavailableError (one line) where no GPU can be used
     from webrank.distributed.run import PARTITIONED_METHODS
 
     if method not in PARTITIONED_METHODS:
@@ -229,6 +228,7 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
     if engine_opts:
         raise ValueError(f"options {engine_opts} do not apply with gpus > 1 (each GPU runs "
                          "the pull or the blocked step on its rows: engine=)")
+    resolve_device("gpu")  # DeviceUnavailableError (one line) where no GPU can be used
     return int(gpus)
 
 

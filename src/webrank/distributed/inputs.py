@@ -356,14 +356,27 @@ def _route_out_weights(part: Part, bounds: np.ndarray, comm: Comm) -> np.ndarray
 def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
                  scores: np.ndarray, labels: np.ndarray | None = None) -> Path:
     """Each rank writes its rows' scores to ``DIR/part-RRRRR.parquet`` (columns ``node``,
-    ``score``; atomically); rank 0 writes ``DIR/_SUCCESS`` once every part is written."""
+    ``score``; atomically); rank 0 writes ``DIR/_SUCCESS`` once every part is written.
+
+    A directory of an earlier run is taken over: before any rank writes, rank 0 removes
+    its ``_SUCCESS`` (so that a run that fails half-way never leaves old and new parts
+    under a success marker), the parts of ranks this run does not have, and temporary
+    files a killed run left."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from webrank.io._atomic import atomic_write
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    if comm.rank == 0:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "_SUCCESS").unlink(missing_ok=True)
+        for old in directory.glob("part-*.parquet"):
+            if not old.stem[5:].isdigit() or int(old.stem[5:]) >= comm.size:
+                old.unlink()
+        for tmp in directory.glob(".part-*.tmp"):
+            tmp.unlink(missing_ok=True)
+    comm.allgather_obj(None)  # no rank writes before the old marker is gone
     ids = np.arange(row_begin, row_begin + scores.size)
     nodes = ids if labels is None else labels[ids]
     with atomic_write(directory / f"part-{comm.rank:05d}.parquet") as f:

@@ -96,10 +96,15 @@ def atomic_write(
             f = os.fdopen(fd, "wb")
         else:
             f = os.fdopen(fd, "w", encoding=encoding or "utf-8", newline=newline)
-        with f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:  # a full disk, a file size limit...: say which file
+            if e.filename is None and e.errno is not None:
+                raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from None
+            raise
         os.replace(tmp, path)
     except BaseException:
         # also on KeyboardInterrupt/SystemExit: never leave a half-written file behind
