@@ -28,7 +28,8 @@ import scipy.sparse as sp
 
 from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
-TITLE = "webrank against networkx, SciPy, igraph, scikit-network and cuGraph"
+TITLE = ("webrank against networkx, SciPy, igraph, GraphBLAS, NetworKit, scikit-network "
+         "and cuGraph")
 SEED = """
 Seed 003 timed its CUDA kernels against `networkx.pagerank_scipy` ("a fairly optimized CPU
 version [that] yielded the best execution times" of networkx's three) and then against a
@@ -123,6 +124,46 @@ def seed000_power(a: Any, n: int, tol: float, alpha: float = ALPHA,
         if res < tol:
             break
     return x, it, res
+
+
+def graphblas_matrix(gb: Any, g: Any) -> Any:
+    """The in-link matrix of ``g`` (rows = targets) as a GraphBLAS FP64 matrix, values
+    ``1 / out-degree(source)`` (or the transition weights): ``x' = A x`` is the link part
+    of the PageRank step, as LAGraph's PageRank keeps it."""
+    vals = g.transition_values()
+    if vals is None:
+        inv = np.where(g.out_weight > 0, 1.0 / np.where(g.out_weight > 0, g.out_weight, 1),
+                       0.0)
+        vals = inv[g.indices]
+    return gb.Matrix.from_csr(g.indptr.astype(np.uint64), g.indices.astype(np.uint64),
+                              np.asarray(vals, dtype=np.float64), nrows=g.n, ncols=g.n)
+
+
+def graphblas_power(gb: Any, a: Any, g: Any, tol: float, alpha: float = ALPHA,
+                    max_iter: int = 10_000) -> tuple[np.ndarray, int]:
+    """The power method with SuiteSparse:GraphBLAS (python-graphblas): ``x' = alpha A x +
+    (alpha * dangling mass + 1 - alpha) / n``, stopped at the same absolute L1 change as
+    webrank (LAGraph's GAP PageRank is this loop with the dangling mass dropped)."""
+    from graphblas import binary, monoid, unary
+
+    n = g.n
+    dangling = gb.Vector.from_dense(g.dangling.astype(np.float64))
+    x = gb.Vector.from_dense(np.full(n, 1.0 / n))
+    it = 0
+    y = gb.Vector(float, n)
+    change = gb.Vector(float, n)
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
+        dm = (dangling @ x).new().get(0.0)  # the dangling mass, an inner product
+        y << a.mxv(x)  # rows with in-links only
+        y << y.apply(binary.times, right=alpha)
+        y(accum=binary.plus)[:] << (alpha * dm + 1.0 - alpha) / n  # every row
+        change << y.ewise_add(x, binary.minus)
+        change << change.apply(unary.abs)
+        diff = change.reduce(monoid.plus).get(0.0)
+        x, y = y, x
+        if diff < tol:
+            break
+    return x.to_dense(fill_value=0.0), it
 
 
 def _read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -262,6 +303,38 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
 
             _, t = ctx.time(igraph_e2e)
             add("igraph PRPACK", "cpu", t, "end-to-end")
+
+    # -- SuiteSparse:GraphBLAS (python-graphblas) -----------------------------------------
+    gb = ctx.optional("graphblas", "SuiteSparse:GraphBLAS (python-graphblas)")
+    if gb is not None:
+        a_gb, t = ctx.time(lambda: graphblas_matrix(gb, g))
+        add("GraphBLAS power", "cpu", t, "build")
+        (x, it), t = ctx.time(lambda: graphblas_power(gb, a_gb, g, TOL))
+        add("GraphBLAS power", "cpu", t, "solve", iterations=it, l1_error=l1(x),
+            params={"tol": TOL, "criterion": "l1"})
+
+    # -- NetworKit --------------------------------------------------------------------------
+    nk = ctx.optional("networkit", "NetworKit")
+    if nk is not None:
+        nk.setLogLevel("ERROR")
+        src, dst, _ = g.edges()
+
+        def nk_build():
+            G = nk.Graph(g.n, directed=True)
+            G.addEdges((src.astype(np.uint64), dst.astype(np.uint64)))
+            return G
+
+        G_nk, t = ctx.time(nk_build)
+        add("NetworKit", "cpu", t, "build")
+
+        def nk_solve():
+            pr = nk.centrality.PageRank(G_nk, damp=ALPHA, tol=TOL)
+            pr.norm = nk.centrality.Norm.L1_NORM
+            pr.run()
+            return np.asarray(pr.scores())
+
+        x, t = ctx.time(nk_solve)
+        add("NetworKit", "cpu", t, "solve", l1_error=l1(x), params={"tol": TOL})
 
     # -- scikit-network -------------------------------------------------------------------
     skn = ctx.optional("sknetwork.ranking", "scikit-network")
