@@ -9,19 +9,28 @@ import os
 
 from webrank.errors import HostMemoryError
 
-__all__ = ["available_bytes", "check_fits", "format_bytes"]
+__all__ = ["available_bytes", "check_fits", "format_bytes", "meminfo"]
+
+
+def meminfo(field: str) -> int | None:
+    """A field of Linux's /proc/meminfo (``MemTotal``, ``MemAvailable``...) in bytes, or
+    None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def available_bytes() -> int | None:
     """Bytes of host memory available now (``MemAvailable`` on Linux; the physical
     pages free elsewhere), or None when unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    free = meminfo("MemAvailable")
+    if free is not None:
+        return free
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

@@ -299,14 +299,9 @@ def batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | N
 
 
 def available_ram() -> int:
-    """Available memory in bytes (Linux: MemAvailable), or 8 GiB when it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 8 * 2**30
+    """Available memory in bytes, or 8 GiB when it cannot be read."""
+    from webrank.memory import available_bytes
+
+    return available_bytes() or 8 * 2**30
 
 

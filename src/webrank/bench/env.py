@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from webrank.memory import meminfo
+
 __all__ = ["available_memory", "environment", "median_time", "write_json"]
 
 
@@ -40,20 +42,11 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _memory_bytes(field: str = "MemAvailable") -> int | None:
-    """A field of /proc/meminfo (``MemTotal``, ``MemAvailable``) in bytes; None elsewhere."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def available_memory() -> int | None:
-    """Bytes of host memory available now (Linux), or None when unknown."""
-    return _memory_bytes("MemAvailable")
+    """Bytes of host memory available now, or None when unknown."""
+    from webrank.memory import available_bytes
+
+    return available_bytes()
 
 
 def environment() -> dict[str, Any]:
@@ -74,7 +67,7 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "gpu": gpu_name(),
-        "memory_bytes": _memory_bytes("MemTotal"),
+        "memory_bytes": meminfo("MemTotal"),
         # other work on the machine skews timings; say how busy it was when this ran
         "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }

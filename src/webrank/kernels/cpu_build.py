@@ -54,7 +54,8 @@ def id_bounds(src, dst, starts, counts):  # pragma: no cover - compiled
 def mark_and_count(src, dst, starts, counts, present, shift, nfine,
                    src_ends):  # pragma: no cover - compiled
     """One pass over the edges: ``present[id] = 1`` for every id that occurs (where
-    ``present`` is not empty; racing writes of the same byte), the edges per (chunk,
+    ``present`` is not empty; racing writes of the same byte, each made only where the
+    byte is still 0, so the lines stay shared between cores), the edges per (chunk,
     fine bucket ``target id >> shift``) (returned), and per chunk its first and last
     source and whether its sources never decrease (``src_ends[c]``: first, last,
     sorted 0/1)."""
@@ -73,9 +74,11 @@ def mark_and_count(src, dst, starts, counts, present, shift, nfine,
             if u < prev:
                 ordered = 0
             prev = u
-            if mark:
-                present[u] = 1
-                present[v] = 1
+            if mark:  # read first: a store takes the line from every other core
+                if present[u] == 0:
+                    present[u] = 1
+                if present[v] == 0:
+                    present[v] = 1
         if e > a:
             src_ends[c, 0] = src[a]
             src_ends[c, 1] = src[e - 1]
