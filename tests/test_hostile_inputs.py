@@ -168,3 +168,21 @@ def test_ctrl_c_during_the_load_stops_with_130_and_writes_nothing(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert not out.exists() and not list(tmp_path.glob(".ranks*"))
+
+
+@pytest.mark.parametrize("method", ["power", "fixed"])
+def test_tol_zero_runs_until_nothing_changes(method):
+    from webrank import solvers
+
+    g = webrank.Graph.from_edges([0, 1, 2, 2, 3, 4], [1, 2, 0, 3, 4, 0])
+    r = webrank.pagerank(g, tol=0, method=method, device="cpu", max_iter=100_000)
+    assert r.converged and r.iterations < 2000
+    last_best = int(np.argmin(r.residuals))
+    # stopped at an unchanged iterate, or a full stall run after the last improvement
+    assert r.residual == 0 or r.iterations - 1 - last_best >= solvers.STALL_STEPS - 1
+    assert r.error_bound < 1e-13
+    with pytest.raises(ValueError, match="tol=0"):
+        webrank.pagerank(g, tol=0, method="gmres")
+    assert webrank.pagerank(g, tol=0).method == "power"  # auto
+    with pytest.raises(ValueError, match="non-negative"):
+        webrank.pagerank(g, tol=-1.0)

@@ -479,6 +479,9 @@ def update(
     criterion = previous_result.criterion if criterion is None else criterion
     dtype = previous_result.dtype
     _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    if tol == 0:
+        raise ValueError("tol must be a positive number for update (tol=0, until nothing "
+                         "changes, is pagerank's)")
     if frontier_tol is not None and not (float(frontier_tol) > 0 and np.isfinite(frontier_tol)):
         raise ValueError(f"frontier_tol must be a positive number, not {frontier_tol!r}")
     if not (isinstance(frontier, bool | np.bool_) or frontier == "auto"):

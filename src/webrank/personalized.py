@@ -363,6 +363,9 @@ def personalized_pagerank(
     >>> r.top(0, 3)  # doctest: +SKIP
     """
     _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    if tol == 0:
+        raise ValueError("tol must be a positive number for personalized_pagerank (tol=0, "
+                         "until nothing changes, is pagerank's)")
     if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
                             or top < 1):
         raise ValueError(f"top must be a positive integer or None, not {top!r}")

@@ -24,6 +24,8 @@ from webrank.solvers import get_solver
 __all__ = ["pagerank"]
 
 DTYPES = ("float32", "float64")
+#: the methods that run with ``tol=0`` (until the iterate stops changing)
+UNTIL_UNCHANGED_METHODS = ("power", "fixed")
 
 
 def pagerank(
@@ -77,7 +79,10 @@ def pagerank(
     tol : float, default 1e-6
         Stop when ``||x_k - x_{k-1}|| < tol`` under ``criterion``. This is an absolute
         bound, unlike networkx's ``N * tol``, which lets a graph of a million nodes stop
-        after the first iteration.
+        after the first iteration. ``0`` (methods ``"power"`` and ``"fixed"``; ``"auto"``
+        becomes ``"power"``) iterates until nothing changes: until a step leaves the
+        iterate exactly as it was, or 50 steps in a row bring no smaller residual (the
+        rounding floor), which both count as converged.
     max_iter : int, default 1000
         Most iterations (0 returns ``nstart``, unconverged).
     criterion : {"l1", "l2", "linf"}, default "l1"
@@ -130,6 +135,13 @@ def pagerank(
        2004 (dangling nodes and personalization).
     """
     _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    if tol == 0:
+        if method == "auto":
+            method = "power"
+        if method not in UNTIL_UNCHANGED_METHODS:
+            raise ValueError("tol=0 (iterate until nothing changes) runs with method "
+                             f"{' or '.join(map(repr, UNTIL_UNCHANGED_METHODS))}, not "
+                             f"{method!r}")
     solve = get_solver(method)
     _check_options(method, solve, options)
     graph = _prepare_graph(graph, weight)
@@ -294,9 +306,9 @@ def _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:
     if not 0.0 <= float(alpha) < 1.0:
         raise ValueError(f"alpha must be in [0, 1), not {alpha!r}")
     if isinstance(tol, bool) or not isinstance(tol, int | float | np.floating):
-        raise ValueError(f"tol must be a positive number, not {tol!r}")
-    if not (float(tol) > 0.0 and np.isfinite(tol)):
-        raise ValueError(f"tol must be a positive number, not {tol!r}")
+        raise ValueError(f"tol must be a non-negative number, not {tol!r}")
+    if not (float(tol) >= 0.0 and np.isfinite(tol)):
+        raise ValueError(f"tol must be a non-negative number, not {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer):
         raise ValueError(f"max_iter must be a non-negative integer, not {max_iter!r}")
     if max_iter < 0:

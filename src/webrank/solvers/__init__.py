@@ -19,6 +19,11 @@ __all__ = ["EPOCH_STEPS", "SOLVERS", "SolverOutput", "get_solver", "in_epochs", 
 #: steps an operator is asked for at once: its per-step history (a residual row per
 #: step, on the device for the GPU engines) is sized by them, never by ``max_iter``
 EPOCH_STEPS = 1 << 16
+#: ``tol=0`` ("until nothing changes"): the run stops when a step changes nothing or when
+#: this many steps in a row bring no smaller residual (the rounding floor is reached)
+STALL_STEPS = 50
+#: the tolerance the operators are given for ``tol=0``: a residual below it is exactly 0
+_UNCHANGED = float(np.nextafter(0.0, 1.0))
 
 
 @dataclass
@@ -43,20 +48,35 @@ def in_epochs(steps: Callable[..., Any], x: Any, *, max_steps: int, callback: An
     ``power_steps`` or ``fixed_steps``) run in epochs of at most :data:`EPOCH_STEPS`
     steps, each from the last one's iterate, until it converges or ``max_steps`` are
     taken: one :class:`~webrank.backends.base.StepsResult` of them all (``callback``
-    sees the step numbers of the whole run)."""
+    sees the step numbers of the whole run).
+
+    ``tol=0`` runs until nothing changes: until a step leaves the iterate as it was
+    (residual exactly 0), or :data:`STALL_STEPS` steps in a row bring no smaller
+    residual (the rounding floor); either counts as converged."""
+    until_unchanged = kwargs.get("tol") == 0
+    if until_unchanged:  # seed 003's epsilon = 0: runs of STALL_STEPS, to a stall
+        kwargs["tol"] = _UNCHANGED
+    epoch = STALL_STEPS if until_unchanged else EPOCH_STEPS
     done = 0
+    best = np.inf
     residuals: list[np.ndarray] = []
     while True:
         def numbered(step: int, residual: float, _offset: int = done) -> None:
             callback(_offset + step, residual)
 
-        out = steps(x, max_steps=min(EPOCH_STEPS, max_steps - done),
+        out = steps(x, max_steps=min(epoch, max_steps - done),
                     callback=None if callback is None else numbered, **kwargs)
         residuals.append(np.asarray(out.residuals))
         done += len(out.residuals)
         x = out.x
         if out.converged or done >= max_steps or len(out.residuals) == 0:
             break
+        if until_unchanged:
+            low = float(residuals[-1].min())
+            if not low < best:  # no smaller residual in a whole run: stalled
+                out.converged = True
+                break
+            best = low
     out.residuals = np.concatenate(residuals) if len(residuals) > 1 else residuals[0]
     return out
 
