@@ -163,3 +163,14 @@ def test_seed_dense_and_baselines_on_gpu(tmp_path):
         doc = json.loads((out / "results.json").read_text())
         assert doc["devices"] == ["cpu", "gpu"]
         assert any(m["device"] == "gpu" for m in doc["measurements"])
+
+
+def test_e2e_quick(tmp_path):
+    # a user's whole process per input format, its phases and their floors
+    doc, out = _bench(tmp_path, "e2e")
+    _check_results(doc, out, "e2e")
+    names = {m["name"] for m in doc["measurements"]}
+    for fmt in ("txt", "txt.gz", "parquet", "npz"):
+        assert f"whole process rmat14 {fmt}" in names
+        assert f"load rmat14 {fmt}" in names and f"solve rmat14 {fmt}" in names
+    assert "parse_floor rmat14 txt" in names and "write_csv rmat14 npz" in names
