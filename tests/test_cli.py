@@ -92,7 +92,7 @@ def test_not_converged_exit_3(small_graph):
         ("", (), "empty"),
         ("# only a comment\n", (), ""),
         ("1\t2\n", ("--alpha", "1.5"), "alpha"),
-        ("1\t2\n", ("--tol", "0"), "tol"),
+        ("1\t2\n", ("--tol", "-1"), "tol"),
         ("1\t2\n", ("--criterion", "l9"), "criterion"),
     ],
 )
