@@ -1,24 +1,29 @@
 """Graph construction at the speed of the reader: edge columns → in-link CSR on all cores.
 
-:meth:`Graph.from_edges` and the file readers hand their edge columns here. Columns may
-come as one array or as the list of chunks a parallel CSV reader produced (no
-concatenation: every pass walks the chunks in parallel). The result is the graph
-:meth:`Graph.from_edges` defines (node set, duplicates, rows sorted by source), built
-by the parallel bucket sort of :mod:`webrank.kernels.cpu_build`:
+:meth:`Graph.from_edges` and the file readers hand their edge columns here, as one array
+or as the chunks a parallel reader produced (:class:`Chunked`: one buffer with chunk
+offsets, never joined). The result is the graph :meth:`Graph.from_edges` defines (node
+set, duplicates, rows sorted by source), built by the parallel bucket sort of
+:mod:`webrank.kernels.cpu_build`:
 
-* ``node_ids="appear"``: one pass finds the id range, one marks the ids that occur, and a
-  prefix sum numbers them (the renumbering is folded into the scatter);
-* the scatter puts each edge in the bucket of its target row, in file order;
-* each bucket is sorted by row and source and its parallel edges merged on one thread;
-* out-weights come from private per-thread histograms.
+* one pass finds the id range; one marks the ids that occur (``node_ids="appear"``) and
+  counts the edges of each chunk per fine bucket of target ids, whose counts place the
+  coarse buckets (about equal edge counts, cut at fine-bucket boundaries);
+* the scatter writes each edge as one int64 key ``target << 32 | source`` (the source
+  renumbered) into its bucket's region, in file order, and counts the out-links of a
+  source-ordered file in runs;
+* each bucket, on one thread and in cache, is counting-sorted by row into the int32
+  indices, each row sorted by source and its parallel edges merged (the last weight
+  wins, or they add up);
+* out-weights come from those runs, or else from private per-thread histograms.
 
-Peak memory: the input columns, plus 12 bytes a link (the scattered int32 sources and
-rows and the sort's second buffer; 16 more for weights), plus the result (4 bytes a
-link where merging removed nothing, since the scattered sources then *are* the CSR).
+Peak memory: the input columns, plus 12 bytes a link (the int64 keys and the int32
+indices, which become the CSR; 16 more with weights), plus a few n-sized arrays.
 
-Small inputs, sparse id spaces (ids spread far beyond the edge count, such as hashes:
-sorted instead) and graphs of 2**31 nodes or more take :func:`webrank.graph`'s serial
-path, as does a machine without Numba.
+Small inputs (until the kernels are loaded, see :func:`parallel_build_edges`), sparse id
+spaces (ids spread far beyond the edge count, such as hashes: sorted instead) and graphs
+of 2**31 ids or more take :mod:`webrank.graph`'s serial path, as does a machine without
+Numba.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ one line on stderr, never as a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
@@ -474,6 +475,20 @@ def _add_commands() -> None:
 _add_commands()
 
 
+def _interrupted(message: str) -> None:
+    """Ctrl-C: one line, exit 130 now. Every file being written has been removed while
+    the interrupt unwound (atomic writes); leaving at once keeps a second interrupt, or
+    one that a worker thread (Numba's, pyarrow's) still holds, from ending the process
+    by the signal itself instead of with the exit code."""
+    click.echo(message, err=True)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_INTERRUPTED)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``webrank: warning:`` line on stderr (no source location)."""
     click.echo(f"webrank: warning: {message}", err=True)
@@ -487,8 +502,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("webrank: aborted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _interrupted("webrank: aborted")
     except click.ClickException as exc:
         click.echo(f"webrank: {exc.format_message()}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -504,5 +518,4 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"webrank: out of memory: {msg}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        click.echo("webrank: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _interrupted("webrank: interrupted")
