@@ -20,27 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _pyarrow_read(path: str, labels: str) -> None:
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    skip = 0
-    opener = open
-    if path.endswith(".gz"):
-        import gzip
-
-        opener = gzip.open  # type: ignore[assignment]
-    with opener(path, "rb") as f:
-        for line in f:
-            if not line.startswith((b"#", b"%")):
-                break
-            skip += 1
-    typ = pa.int64() if labels == "int" else pa.string()
-    pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["s", "d"],
-                                                        skip_rows=skip),
-                   parse_options=pacsv.ParseOptions(delimiter="\t"),
-                   convert_options=pacsv.ConvertOptions(column_types={"s": typ, "d": typ}))
+from webrank.bench.suites.e2e import parse_floor
 
 
 def measure(path: str, labels: str, repeat: int) -> dict:
@@ -49,9 +29,7 @@ def measure(path: str, labels: str, repeat: int) -> dict:
     floor, load = [], []
     g = None
     for _ in range(repeat + 1):  # the first round warms the page cache and the kernels
-        t = time.perf_counter()
-        _pyarrow_read(path, labels)
-        floor.append(time.perf_counter() - t)
+        floor.append(parse_floor(path, "txt.gz" if path.endswith(".gz") else "txt", labels))
         del g
         t = time.perf_counter()
         g = webrank.load(path, labels=labels)

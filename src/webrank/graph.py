@@ -482,7 +482,7 @@ def _check_node_memory(n: int, m: int, from_ids: bool, name: str | None) -> None
     cause = (f"the largest id ({n - 1:,}) makes {n:,} nodes (node_ids='range')" if from_ids
              else f"{n:,} declared nodes")
     hint = ("node_ids='appear' (CLI: --node-ids appear) keeps only the ids that occur"
-            if from_ids else "is the declared size right? the file has " f"{m:,} links")
+            if from_ids else f"is the declared size right? the file has {m:,} links")
     check_fits(NODE_BYTES * n, f"{cause} for {m:,} links", hint, path=name)
 
 

@@ -156,7 +156,6 @@ def check_output(
     if directory:
         if os.path.exists(output) and not os.path.isdir(output):
             raise refuse("exists and is not a directory (a directory of parts is written)")
-        parent = os.path.dirname(out)
     else:
         if os.path.isdir(output):
             raise refuse("is a directory (a file is written; directories of parts are "
@@ -165,7 +164,7 @@ def check_output(
         if suffixes is not None and ext not in suffixes:
             known = ", ".join(sorted(suffixes))
             raise refuse(f"unknown output type {ext or '(no suffix)'!r}; use {known}")
-        parent = os.path.dirname(out)
+    parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise refuse(f"its folder {os.path.dirname(output) or '.'!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):

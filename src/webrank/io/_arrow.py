@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["numpy_chunks", "numpy_of"]
+__all__ = ["numpy_of"]
 
 # arrow type names whose data buffer is a plain NumPy array of this dtype
 _NUMERIC = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -26,21 +26,13 @@ def numpy_of(col: Any) -> np.ndarray:
     Numeric columns without nulls come from their buffers; any other column (strings,
     booleans, dictionaries, nulls) through pyarrow's own ``to_numpy``.
     """
-    parts = numpy_chunks(col)
-    if parts is None:
-        return col.to_numpy(zero_copy_only=False)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate(parts) if parts else np.zeros(0, _NUMERIC[str(col.type)])
-
-
-def numpy_chunks(col: Any) -> list[np.ndarray] | None:
-    """The chunks of a numeric pyarrow column without nulls as NumPy views of their
-    buffers (no copy); None for any other column."""
     chunks = col.chunks if hasattr(col, "chunks") else [col]
     dtype = _NUMERIC.get(str(col.type))
     if dtype is None or any(c.null_count for c in chunks):
-        return None
+        return col.to_numpy(zero_copy_only=False)
     item = np.dtype(dtype).itemsize
-    return [np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * item)
-            for c in chunks if len(c)]
+    parts = [np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * item)
+             if len(c) else np.zeros(0, dtype) for c in chunks]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)

@@ -155,7 +155,7 @@ def phases(path: str, fmt: str, device: str, folder: str) -> None:
         while f.read(1 << 24):
             pass
     times["read_bytes"] = time.perf_counter() - t
-    floor = _parse_floor(path, fmt)
+    floor = parse_floor(path, fmt)
     if floor is not None:
         times["parse_floor"] = floor
     t = time.perf_counter()
@@ -178,8 +178,10 @@ def phases(path: str, fmt: str, device: str, folder: str) -> None:
     print(json.dumps(times))
 
 
-def _parse_floor(path: str, fmt: str) -> float | None:
-    """pyarrow's parse of the file on all cores: its comments skipped by row count."""
+def parse_floor(path: str, fmt: str, labels: str = "int") -> float | None:
+    """Seconds of pyarrow's parse of the file on all cores (``pyarrow.csv.read_csv`` of a
+    text edge list, its leading comments skipped by row count; ``read_table`` of
+    Parquet), the floor a load is measured against; None for other formats."""
     import pyarrow as pa
 
     t = time.perf_counter()
@@ -194,11 +196,12 @@ def _parse_floor(path: str, fmt: str) -> float | None:
                 if not line.startswith((b"#", b"%")):
                     break
                 skip += 1
+        typ = pa.int64() if labels == "int" else pa.string()
         pacsv.read_csv(path, read_options=pacsv.ReadOptions(column_names=["s", "d"],
                                                             skip_rows=skip),
                        parse_options=pacsv.ParseOptions(delimiter="\t"),
                        convert_options=pacsv.ConvertOptions(
-                           column_types={"s": pa.int64(), "d": pa.int64()}))
+                           column_types={"s": typ, "d": typ}))
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 
