@@ -5,7 +5,8 @@ CONFIG: ``source`` (a shard directory, an edge-file directory, or ``{"random": [
 seed, weighted]}``), ``method``, ``dtype``, ``tol``, ``out`` (rank 0 saves the full
 scores there as .npy, with the iterations beside them as JSON), optionally ``die_at``
 (rank 1 exits at that step) or ``hang_at`` (rank 1 stops answering at that step) and
-``timeout`` (seconds a collective may take).
+``timeout`` (seconds a collective may take); ``device`` "gpu" runs rank r on GPU r,
+exchanging through NCCL (the MPI communicator bootstraps it and carries the heartbeats).
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ def main() -> None:
     from webrank.distributed.comm import MPIComm
     from webrank.distributed.run import distributed_pagerank
 
-    comm = MPIComm(timeout=float(cfg.get("timeout", 60)))
+    timeout = float(cfg.get("timeout", 60))
+    comm = MPIComm(timeout=timeout)
+    device = cfg.get("device", "cpu")
+    devices = None
+    if device == "gpu":
+        import cupy as cp
+
+        from webrank.distributed.comm import NCCLProcessComm
+
+        cp.cuda.Device(comm.rank).use()
+        comm = NCCLProcessComm(comm, comm.rank, timeout=timeout)
+        devices = [comm.rank]
     source = cfg["source"]
     if isinstance(source, dict):
         sys.path.insert(0, str(Path(__file__).parent))
@@ -40,7 +52,8 @@ def main() -> None:
             time.sleep(3600)
 
     try:
-        r = distributed_pagerank(source, comm=comm, method=cfg.get("method", "power"),
+        r = distributed_pagerank(source, comm=comm, device=device, devices=devices,
+                                 method=cfg.get("method", "power"),
                                  dtype=cfg.get("dtype", "float64"),
                                  tol=cfg.get("tol", 1e-12), callback=callback)
     except Exception as exc:

@@ -189,6 +189,74 @@ def test_fixed_criteria_and_options():
     assert "float64_residual" not in r.info and r.matvecs == r.iterations
 
 
+@pytest.mark.parametrize(("weighted", "personalize", "tol"),
+                         [(False, False, 1e-12), (True, True, 1e-12), (False, True, 0.0)])
+def test_fixed_with_the_mask_of_converged_nodes_keeps_its_accuracy(weighted, personalize,
+                                                                   tol):
+    # Sgherzi's bitmask on the fixed-point method: the random part converges and is
+    # skipped while the slow cycle iterates; full steps verify the answer afterwards
+    g = two_speed_graph() if not weighted else random_graph(8, 3000, 24000, weighted=True)
+    rng = np.random.default_rng(5)
+    v = rng.uniform(0, 1, g.n) if personalize else None
+    exact = exact_pagerank(g, personalization=v)
+    plain = webrank.pagerank(g, tol=tol, method="fixed", personalization=v, max_iter=3000)
+    assert "frozen_at_end" not in plain.info
+    masked = webrank.pagerank(g, tol=tol, method="fixed", personalization=v, max_iter=3000,
+                              skip_converged=True)
+    assert masked.converged and masked.info["verify_steps"] >= 1
+    assert masked.info["frozen_at_end"] > g.n // 2
+    # the last residual is a full step's, below tol (tol=0: the rounding floor)
+    floor = 1e-12 if tol else 1e-15
+    assert masked.residuals[-1] < max(tol, floor)
+    # the power method's bound from the last full step (twice: the scores are rescaled)
+    bound = 2 * 0.85 / 0.15 * max(masked.residuals[-1], 1e-15)
+    assert np.abs(plain.scores - exact).sum() < 2 * 0.85 / 0.15 * max(plain.residuals[-1], 1e-15)
+    assert np.abs(masked.scores - exact).sum() < bound
+
+
+def test_fixed_step_skips_the_rows_the_mask_marks():
+    # the kernel itself: rows whose count reached patience keep x (and xs), gather
+    # nothing, still count in the dangling mass; the other rows are the full step's
+    from webrank.backends import make_operator
+    from webrank.kernels.cpu import chunk_bounds
+    from webrank.kernels.cpu_fixed import fixed_step
+    from webrank.solvers.fixed import fixed_constants
+
+    g = random_graph(9, 500, 3000, weighted=False, isolated=2)
+    op = make_operator(g, device="cpu", alpha=0.85, personalization=None, dangling=None,
+                       dtype="float64")
+    c = fixed_constants(op)
+    rng = np.random.default_rng(1)
+    x = to_q63(rng.dirichlet(np.ones(g.n)))
+    xs = mulfrac_array(x, c["node_scale"], PRODUCT_EXACT)
+    dm = int(x[g.dangling].sum(dtype=np.uint64))
+    bounds = chunk_bounds(g.indptr, 4)
+
+    def step(calm, patience):
+        x_out, xs_out = np.empty_like(x), np.empty_like(x)
+        res, dm_out = fixed_step(g.indptr, g.indices, c["edge_vals"], xs, x, c["node_scale"],
+                                 c["tele"], c["dist"], c["alpha_q"], dm, 0, PRODUCT_EXACT,
+                                 bounds, x_out, xs_out, np.zeros(8), np.zeros(8, np.uint64),
+                                 calm, 0, patience)
+        return x_out, xs_out, res, dm_out
+
+    full_x, full_xs, full_res, _ = step(None, 0)
+    calm = np.where(np.arange(g.n) % 3 == 0, 2, 0).astype(np.uint8)
+    frozen = calm >= 2
+    got_x, got_xs, got_res, got_dm = step(calm, 2)
+    np.testing.assert_array_equal(got_x[frozen], x[frozen])
+    np.testing.assert_array_equal(got_xs[frozen], xs[frozen])
+    np.testing.assert_array_equal(got_x[~frozen], full_x[~frozen])
+    np.testing.assert_array_equal(got_xs[~frozen], full_xs[~frozen])
+    assert got_dm == int(got_x[g.dangling].sum(dtype=np.uint64))
+    diff = np.abs(full_x.astype(np.float64) - x.astype(np.float64))
+    assert got_res == pytest.approx(diff[~frozen].sum(), rel=1e-12) and got_res < full_res
+    # counts: frozen rows untouched; the others 0 (they all moved by more than 0 ulps)
+    assert (calm[frozen] == 2).all() and (calm[~frozen] == 0).all()
+    with pytest.raises(ValueError, match="patience"):
+        webrank.pagerank(g, method="fixed", skip_converged=True, patience=0)
+
+
 def test_fixed_and_adaptive_on_alpha_zero_and_tiny_graphs():
     g = graph_of([(1, 2)])
     for method in ("fixed", "adaptive"):
@@ -238,6 +306,19 @@ def test_gpu_fixed_is_bit_identical_to_cpu(weighted, personalize, product):
     # residuals are sums of exact integer differences in double: equal up to the order
     # of those sums while they exceed 2**53 ulps
     np.testing.assert_allclose(gpu.residuals, cpu.residuals, rtol=1e-12)
+
+
+@GPU
+@pytest.mark.parametrize(("weighted", "personalize"), GPU_CASES)
+def test_gpu_fixed_with_the_mask_is_bit_identical_to_cpu(weighted, personalize):
+    # the counts follow exact integer differences: the same nodes freeze on both devices
+    g = random_graph(7, 20000, 200000, weighted=weighted, isolated=5)
+    for tol in (1e-12, 0.0):
+        cpu, gpu = _gpu_and_cpu(g, personalize, tol=tol, method="fixed",
+                                skip_converged=True, max_iter=3000)
+        assert gpu.iterations == cpu.iterations
+        assert gpu.info["frozen_at_end"] == cpu.info["frozen_at_end"] > 0
+        np.testing.assert_array_equal(gpu.scores, cpu.scores)
 
 
 @GPU

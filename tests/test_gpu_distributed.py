@@ -1,9 +1,11 @@
 """GPUs beyond one card (GPU tests; those that need two GPUs skip on one): the streamed
 engine under a tiny device-memory cap, several GPUs from one process (``gpus=2``), R-MAT
-parts generated on the GPUs, and one GPU per process under mpirun and torchrun."""
+parts generated on the GPUs, one GPU per process under mpirun and torchrun, and the
+faults of NCCL runs (a rank killed or stopped, a missing shard, a full disk)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -11,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 from test_blocking import random_graph
-from test_distributed import HERE, _mpirun, run_mpi
+from test_distributed import HERE, _mpirun, mpi_job, run_mpi
 
 import webrank
 from webrank.errors import DeviceMemoryError
@@ -175,3 +177,70 @@ def test_one_gpu_per_process_under_torchrun(tmp_path, rng):
                          env={**os.environ, **env})
     assert out.returncode == 0, out.stderr[-2000:]
     assert '"converged": true' in out.stdout
+
+
+nccl_mpi = pytest.mark.skipif(gpu_count() < 2 or _mpirun() is None,
+                              reason="needs two GPUs and mpirun")
+
+
+@nccl_mpi
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nccl_processes_equal_one_process(tmp_path, dtype):
+    out, scores, _ = mpi_job(tmp_path, 2, source={"random": [3000, 30000, 7, True]},
+                                device="gpu", dtype=dtype, tol=1e-10)
+    assert out.returncode == 0, out.stderr[-2000:]
+    g = random_graph(np.random.default_rng(7), 3000, 30000, True)
+    assert np.abs(scores - reference(g).scores).sum() < (1e-9 if dtype == "float64"
+                                                         else 1e-5)
+
+
+@nccl_mpi
+def test_nccl_rank_that_dies_stops_the_run(tmp_path):
+    out, _, _ = mpi_job(tmp_path, 2, source={"random": [20000, 200000, 1, False]},
+                        device="gpu", die_at=5, tol=1e-14)
+    assert out.returncode != 0
+    assert "rank 1" in out.stderr or ",1]" in out.stderr, out.stderr[-1500:]
+    assert not (tmp_path / "scores.npy").exists()
+
+
+@nccl_mpi
+def test_nccl_rank_that_hangs_is_named_and_the_run_stops(tmp_path):
+    # rank 1 stops answering: rank 0's NCCL collective never completes; its stream is
+    # polled with the deadline, the heartbeat names rank 1, and the job is aborted
+    out, _, _ = mpi_job(tmp_path, 2, source={"random": [20000, 200000, 1, False]},
+                        device="gpu", hang_at=5, tol=1e-14, timeout=4)
+    assert out.returncode != 0
+    assert "rank(s) 1 did not answer rank 0 within 4 s" in out.stderr, out.stderr[-1500:]
+    assert not (tmp_path / "scores.npy").exists()
+
+
+@nccl_mpi
+def test_nccl_cli_faults_are_one_line_and_leave_no_output(tmp_path):
+    """A missing shard and a full disk (RLIMIT_FSIZE) under ``mpirun -n 2 --device gpu``:
+    one line, no traceback, no ``_SUCCESS`` nor parts that look complete."""
+    from webrank.distributed.inputs import write_shards
+
+    g = random_graph(np.random.default_rng(4), 20000, 100000)
+    d = write_shards(g, tmp_path / "s", 2)
+    broken = write_shards(g, tmp_path / "broken", 2)
+    (broken / "part-00001-of-00002.npz").unlink()
+    out = run_mpi(2, [sys.executable, "-m", "webrank", "rank", str(broken), "--distributed",
+                      "--device", "gpu", "-o", str(tmp_path / "r0")])
+    assert out.returncode != 0
+    assert "webrank: shard part-00001-of-00002.npz is missing" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "r0").exists()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl="self,tcp",
+               PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    limited = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, "
+               "(4096, 4096)); os.execv(sys.executable, [sys.executable, '-m', 'webrank', "
+               "*sys.argv[1:]])")
+    out_dir = tmp_path / "ranks"
+    out = subprocess.run([_mpirun(), "-n", "2", sys.executable, "-c", limited, "rank",
+                          str(d), "--distributed", "--device", "gpu", "-o", str(out_dir)],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "File too large" in out.stderr, out.stderr[-2000:]
+    assert not (out_dir / "_SUCCESS").exists()

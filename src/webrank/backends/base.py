@@ -186,7 +186,7 @@ class PageRankOperator(ABC):
     def fixed_steps(
         self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
         dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None,
+        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
     ) -> StepsResult:
         """Up to ``max_steps`` power steps in unsigned fixed point (Q1.63 in ``uint64``).
 
@@ -200,5 +200,11 @@ class PageRankOperator(ABC):
         :func:`webrank.kernels.cpu_fixed.fixed_step` for the step. Residuals are
         returned in real units (ulps times 2**-63) and compared with ``tol`` exactly as
         :meth:`power_steps` does; the returned ``x`` is uint64 Q1.63.
+
+        With ``patience > 0`` the nodes already converged are skipped: ``calm`` (uint8,
+        n, backend array, updated in place) counts the steps in a row each node changed
+        by at most ``theta`` ulps; a node whose count reached ``patience`` keeps its
+        value and gathers nothing (the mask of converged nodes of the kernel's
+        :func:`~webrank.kernels.cpu_fixed.fixed_step`).
         """
         raise NotImplementedError(f"the {self.name} backend has no fixed-point steps")

@@ -262,7 +262,7 @@ class CPUOperator(PageRankOperator):
     def fixed_steps(
         self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
         dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None,
+        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
     ) -> StepsResult:
         from webrank.kernels import cpu_fixed
 
@@ -282,7 +282,7 @@ class CPUOperator(PageRankOperator):
             res, dm = cpu_fixed.fixed_step(
                 g.indptr, g.indices, edge_vals, xs_cur, x_cur, node_scale, tele, dist,
                 alpha_q, dm, crit, product, self._bounds, x_new, xs_new, partial_res,
-                partial_dm)
+                partial_dm, calm, theta, patience)
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
             residuals.append(float((np.sqrt(res) if crit == 1 else res) * ulp))

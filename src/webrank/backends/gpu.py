@@ -484,7 +484,7 @@ class GPUOperator(PageRankOperator):
     def fixed_steps(
         self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
         dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None,
+        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
     ) -> StepsResult:
         from webrank.kernels import cuda_fixed
 
@@ -508,6 +508,7 @@ class GPUOperator(PageRankOperator):
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         vals = edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
         dist_k = dist if int(dist.size) else cp.zeros(1, dtype=np.uint64)
+        mask = calm if patience > 0 else cp.zeros(1, dtype=np.uint8)
         with self._stream:
             x_cur = cp.array(x, dtype=np.uint64)
             x_new = cp.empty_like(x_cur)
@@ -535,7 +536,8 @@ class GPUOperator(PageRankOperator):
                             (heavy_grid,), (_BLOCK,),
                             (np.int64(nseg), heavy["seg_row"], heavy["begin"], heavy["end"],
                              g["indices"], vals, xs_in, x_in, heavy_sum,
-                             res_hist[s - 1 : s], np.float64(tol_cmp)))
+                             res_hist[s - 1 : s], np.float64(tol_cmp), mask,
+                             np.int32(patience)))
                     step_kernel(
                         (self._grid,), (_BLOCK,),
                         (np.int64(n), g["indptr"], g["indices"], vals, xs_in, x_in,
@@ -543,7 +545,8 @@ class GPUOperator(PageRankOperator):
                          np.int32(int(dist.size) == 0), np.uint64(alpha_q),
                          res_hist[s - 1 : s], dm_hist[s - 1 : s], res_hist[s : s + 1],
                          dm_hist[s : s + 1], np.int32(crit), np.float64(tol_cmp), x_out,
-                         xs_out, np.int64(threshold), heavy_sum))
+                         xs_out, np.int64(threshold), heavy_sum, mask, np.uint64(theta),
+                         np.int32(patience)))
                 res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
                 stop = first_below(res, done + 1, tol_cmp, crit, callback, ulp)
                 done = last

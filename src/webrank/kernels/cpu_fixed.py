@@ -44,6 +44,7 @@ _ZERO = np.uint64(0)
 _TWO_M64 = 2.0 ** -64
 _TWO_64 = 2.0 ** 64
 _U64_MAX = np.uint64(FRAC_MAX)
+_NO_MASK = np.zeros(0, dtype=np.uint8)
 
 
 if HAVE_NUMBA:
@@ -78,11 +79,12 @@ if HAVE_NUMBA:
     @njit(parallel=True, cache=True, fastmath=False)
     def _fixed_step_numba(
         indptr, indices, vals, xs, x, node_scale, tele, dist, alpha_q, dm, crit, product,
-        bounds, x_out, xs_out, partial_res, partial_dm,
+        calm, theta, patience, bounds, x_out, xs_out, partial_res, partial_dm,
     ):  # pragma: no cover - compiled
         n = indptr.size - 1
         nchunks = bounds.size - 1
         weighted = vals.size > 0
+        skipping = patience > 0
         uniform_t = tele.size == 1
         uniform_d = dist.size == 0
         cdm = mulfrac(dm, alpha_q, product)  # alpha * dangling mass, Q1.63
@@ -92,6 +94,12 @@ if HAVE_NUMBA:
             res = 0.0
             dms = _ZERO
             for i in range(bounds[c], bounds[c + 1]):
+                if skipping and calm[i] >= patience:  # converged: keep it, gather nothing
+                    x_out[i] = x[i]
+                    xs_out[i] = xs[i]
+                    if node_scale[i] == _ZERO:
+                        dms += x[i]
+                    continue
                 acc = _ZERO
                 if weighted:
                     for k in range(indptr[i], indptr[i + 1]):
@@ -105,6 +113,11 @@ if HAVE_NUMBA:
                 xi = x[i]
                 diff = t - xi if t >= xi else xi - t  # exact, in ulps
                 x_out[i] = t
+                if skipping:
+                    if diff > theta:
+                        calm[i] = 0
+                    elif calm[i] < 255:
+                        calm[i] += 1
                 s = node_scale[i]
                 if s == _ZERO:
                     dms += t
@@ -144,8 +157,10 @@ def fixed_step(
     x: np.ndarray, node_scale: np.ndarray, tele: np.ndarray, dist: np.ndarray,
     alpha_q: int, dm: int, crit: int, product: int, bounds: np.ndarray, x_out: np.ndarray,
     xs_out: np.ndarray, partial_res: np.ndarray, partial_dm: np.ndarray,
+    calm: np.ndarray | None = None, theta: int = 0, patience: int = 0,
 ) -> tuple[float, int]:
-    """One fixed-point power step over all rows.
+    """One fixed-point power step over all rows (but the converged ones, with
+    ``patience``).
 
     Computes, in Q1.63 (all arrays uint64)::
 
@@ -157,14 +172,23 @@ def fixed_step(
     out-degree (unweighted) or any non-zero marker (weighted); zero marks a dangling
     node. ``tele`` (Q1.63) holds ``(1 - alpha) v`` (length 1 when uniform), ``dist`` the
     Q0.64 dangling distribution (empty when uniform: ``alpha dm / n`` is one rounded
-    division). Returns ``(residual, dangling mass of x')``: the residual in ulps
+    division).
+
+    With ``patience > 0``, ``calm`` (uint8, n, updated in place) is a mask of converged
+    nodes, as in Sgherzi's bitmask ("PageRank approximation on GPU", Politecnico di
+    Milano): a node whose count has reached ``patience`` is skipped (its value kept, no
+    in-link gathered); every other node's count goes up by one when it changed by at
+    most ``theta`` ulps, else back to 0.
+
+    Returns ``(residual, dangling mass of x')``: the residual in ulps
     (L1 sum, L2 squared sum or max of the exact integer differences, by ``crit``,
     accumulated in float64), the dangling mass exactly, in Q1.63.
     """
     _need_numba()
     _fixed_step_numba(indptr, indices, vals, xs, x, node_scale, tele, dist,
-                      np.uint64(alpha_q), np.uint64(dm), crit, product, bounds, x_out,
-                      xs_out, partial_res, partial_dm)
+                      np.uint64(alpha_q), np.uint64(dm), crit, product,
+                      _NO_MASK if calm is None else calm, np.uint64(theta), int(patience),
+                      bounds, x_out, xs_out, partial_res, partial_dm)
     k = bounds.size - 1
     res = partial_res[:k].max(initial=0.0) if crit == 2 else partial_res[:k].sum()
     return float(res), int(partial_dm[:k].sum(dtype=np.uint64))

@@ -15,6 +15,10 @@ both products round the same way on both devices).
   residual of the exact integer differences (accumulated in double) into ``res_out`` and
   the dangling mass (uint64, exact) into ``dm_out``.
 
+With ``patience > 0`` both skip the rows whose ``calm`` count reached it (converged:
+value kept, nothing gathered) and the step updates the counts, as
+:func:`webrank.kernels.cpu_fixed.fixed_step` does.
+
 A step whose predecessor's residual is below ``tol_cmp`` returns at once (its rows in
 ``res_hist``/``dm_hist`` stay zero), so the host queues several and reads once.
 """
@@ -71,13 +75,15 @@ __global__ void wr_fixed_heavy(
     const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
     const IP* __restrict__ seg_end, const IX* __restrict__ indices,
     const u64* __restrict__ vals, const u64* __restrict__ xs, const u64* __restrict__ x,
-    u64* __restrict__ heavy_sum, const double* __restrict__ res_prev, const double tol_cmp)
+    u64* __restrict__ heavy_sum, const double* __restrict__ res_prev, const double tol_cmp,
+    const unsigned char* __restrict__ calm, const int patience)
 {
     if (res_prev[0] < tol_cmp) return;
     const int lane = threadIdx.x % 32;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     for (i64 s = warp; s < nseg; s += nwarps) {
+        if (patience > 0 && calm[seg_row[s]] >= patience) continue;   // converged row
         u64 acc = wr_fixed_gather<IP, IX, WEIGHTED, PRODUCT, 32>(
             seg_begin[s] + lane, seg_end[s], indices, vals, xs, x);
         for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
@@ -94,7 +100,8 @@ __global__ void wr_fixed_step(
     const double* __restrict__ res_prev, const u64* __restrict__ dm_prev,
     double* __restrict__ res_out, u64* __restrict__ dm_out, const int crit,
     const double tol_cmp, u64* __restrict__ x_out, u64* __restrict__ xs_out,
-    const i64 heavy_threshold, u64* __restrict__ heavy_sum)
+    const i64 heavy_threshold, u64* __restrict__ heavy_sum,
+    unsigned char* __restrict__ calm, const u64 theta, const int patience)
 {
     if (res_prev[0] < tol_cmp) return;
     const u64 cdm = wr_mulfrac<PRODUCT>(dm_prev[0], alpha_q);   // alpha * dangling mass
@@ -109,8 +116,10 @@ __global__ void wr_fixed_step(
     for (i64 r0 = warp_id * RPW; r0 < n; r0 += nwarps * RPW) {
         const i64 row = r0 + sub;
         const bool valid = row < n;
+        // a converged row (the mask of the kernel's docstring) keeps its value
+        const bool frozen = valid && patience > 0 && calm[row] >= patience;
         u64 acc = 0;
-        if (valid) {
+        if (valid && !frozen) {
             const IP beg = indptr[row], end = indptr[row + 1];
             if ((i64)(end - beg) > heavy_threshold) {
                 if (lane == 0) {     // summed by wr_fixed_heavy
@@ -125,13 +134,21 @@ __global__ void wr_fixed_step(
         #pragma unroll
         for (int off = GROUP / 2; off > 0; off >>= 1)
             acc += __shfl_down_sync(0xffffffffu, acc, off, GROUP);
-        if (valid && lane == 0) {
+        if (frozen && lane == 0) {
+            x_out[row] = x[row];
+            xs_out[row] = xs[row];
+            if (node_scale[row] == 0) dmass += x[row];
+        } else if (valid && lane == 0) {
             u64 t = wr_mulfrac<PRODUCT>(acc, alpha_q);
             t += uniform_d ? dterm_uniform : wr_mulfrac<PRODUCT>(cdm, dist[row]);
             t += uniform_t ? tele[0] : tele[row];
             const u64 xi = x[row];
             const u64 diff = t >= xi ? t - xi : xi - t;
             x_out[row] = t;
+            if (patience > 0) {
+                if (diff > theta) calm[row] = 0;
+                else if (calm[row] < 255) calm[row] += 1;
+            }
             const u64 s = node_scale[row];
             if (s == 0) { dmass += t; xs_out[row] = 0; }
             else xs_out[row] = WEIGHTED ? 0 : wr_mulfrac<PRODUCT>(t, s);

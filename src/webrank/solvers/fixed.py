@@ -135,7 +135,9 @@ def fixed_constants(op: Any) -> dict[str, Any]:
 
 @register("fixed")
 def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
-          callback: Any = None, product: str = "exact", verify: bool = True) -> SolverOutput:
+          callback: Any = None, product: str = "exact", verify: bool = True,
+          skip_converged: bool = False, patience: int = 2,
+          freeze_factor: float = 1.0) -> SolverOutput:
     """Power iteration in Q1.63 fixed point until ``||x_{k+1} - x_k|| < tol``.
 
     Parameters
@@ -146,6 +148,20 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     verify : bool, default True
         Measure ``||G x - x||_1`` of the answer in float64 (one extra product) and report
         it, and the L1 error bound it gives, in ``info``.
+    skip_converged : bool, default False
+        Skip the nodes that have converged, with a mask of them (Sgherzi's bitmask,
+        combined with fixed point as there): a node that changed by at most ``theta``
+        for ``patience`` steps in a row keeps its value and gathers no in-link, where
+        ``theta`` is ``freeze_factor`` times its share of ``tol`` (as
+        :func:`~webrank.solvers.adaptive.freeze_threshold`; at ``tol=0``: unchanged).
+        When the steps with the mask converge, full steps follow until *they* converge,
+        so the residual reported is that of a full step and the answer as accurate as
+        without the mask. ``info`` gains ``frozen_at_end`` (nodes skipped at the end of the
+        masked phase) and ``verify_steps`` (the full steps after it).
+    patience : int, default 2
+        Steps in a row a node must stay within ``theta`` to be skipped (1 to 255).
+    freeze_factor : float, default 1.0
+        Scale of ``theta`` relative to a node's share of ``tol``.
     """
     from webrank.kernels.cpu_fixed import ONE_Q63, PRODUCTS
 
@@ -163,8 +179,32 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
               for k, v in fixed_constants(op).items()}
     # x0 sums to 1, so every entry is at most 1.0 = 2**63: it fits
     x_q = xp.minimum(to_q63(x0, xp), xp.uint64(ONE_Q63))
-    out = in_epochs(op.fixed_steps, x_q, product=PRODUCTS[product], tol=tol,
-                    max_steps=max_iter, criterion=criterion, callback=callback, **consts)
+    steps = dict(product=PRODUCTS[product], tol=tol, criterion=criterion, **consts)
+    if skip_converged:
+        if not 1 <= int(patience) <= 255:
+            raise ValueError(f"patience must be in 1..255, not {patience}")
+        from webrank.solvers.adaptive import freeze_threshold
+
+        theta = int(np.ldexp(freeze_threshold(tol, op.n, criterion, freeze_factor), 63))
+        calm = xp.zeros(op.n, dtype=np.uint8)
+        masked = in_epochs(op.fixed_steps, x_q, max_steps=max_iter, callback=callback,
+                           calm=calm, theta=theta, patience=int(patience), **steps)
+        info["frozen_at_end"] = int((calm >= patience).sum())
+        k1 = len(masked.residuals)
+        out = masked
+        if masked.converged and k1 < max_iter:
+            def shifted(step: int, residual: float) -> None:
+                callback(k1 + step, residual)
+
+            out = in_epochs(op.fixed_steps, masked.x, max_steps=max_iter - k1,
+                            callback=None if callback is None else shifted, **steps)
+            out.residuals = np.concatenate([masked.residuals, out.residuals])
+        else:
+            out.converged = False  # not verified by a full step
+        info["verify_steps"] = len(out.residuals) - k1
+    else:
+        out = in_epochs(op.fixed_steps, x_q, max_steps=max_iter, callback=callback,
+                        **steps)
     # divided by the exact integer total (the same roundings on every device), not
     # by a float sum whose order, and so whose last bit, depends on the device
     total_q = int(out.x.sum(dtype=np.uint64))

@@ -12,6 +12,8 @@ Here every variant is a webrank solver run (``raise_on_nonconvergence=False``):
   float32 (seed 003's "floating" is float32);
 * **fixed**: ``method="fixed"`` (fixed point), when registered;
 * **adaptive**: ``method="adaptive"`` (the bitmask of converged nodes), when registered;
+* **fixed + bitmask**: ``method="fixed", skip_converged=True`` (the seed's combination:
+  fixed point with the mask of converged nodes, then full steps to verify);
 
 each with ``criterion`` linf (seed 003's per-node test), l2 and l1 at the same tol, on
 graphs of 10,000 and 1,000,000 nodes (``--quick``: 1,000). The reference is webrank's
@@ -60,12 +62,15 @@ GRAPHS = {
     "small world": ("ws", {"k": 4, "p": 0.1}),
     "scale free": ("scale-free", {}),
 }
-#: variant label -> (method, dtype)
-VARIANTS = {
-    "float64": ("power", "float64"),
-    "float32": ("power", "float32"),
-    "fixed": ("fixed", "float64"),
-    "adaptive": ("adaptive", "float64"),
+#: what the masked variants report of their mask
+MASK_INFO = ("frozen_at_end", "verify_steps")
+#: variant label -> (method, dtype, solver options)
+VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "float64": ("power", "float64", {}),
+    "float32": ("power", "float32", {}),
+    "fixed": ("fixed", "float64", {}),
+    "adaptive": ("adaptive", "float64", {}),
+    "fixed + bitmask": ("fixed", "float64", {"skip_converged": True}),
 }
 
 
@@ -77,8 +82,6 @@ def run(ctx: BenchContext) -> None:
 
     variants = {k: v for k, v in VARIANTS.items()
                 if ctx.method_available(v[0], f"variant {k}")}
-    ctx.skip("fixed point + bitmask together", "seed 003's combined variant needs a "
-             "solver offering both; the suite measures `fixed` and `adaptive` separately")
     rows: list[dict[str, Any]] = []
     for n in (QUICK_SIZES if ctx.quick else SIZES):
         for family, (kind, gparams) in GRAPHS.items():
@@ -89,12 +92,13 @@ def run(ctx: BenchContext) -> None:
             base = {"graph": family, "nodes": n, "edges": g.num_edges, "alpha": ALPHA,
                     "tol": TOL, "max_iter": MAX_ITER}
             for device in ctx.devices:
-                for label, (method, dtype) in variants.items():
+                for label, (method, dtype, options) in variants.items():
                     for crit in CRITERIA:
-                        def solve(d=device, m=method, dt=dtype, c=crit, g=g):
+                        def solve(d=device, m=method, dt=dtype, c=crit, g=g, o=options):
                             return webrank.pagerank(
                                 g, alpha=ALPHA, tol=TOL, max_iter=MAX_ITER, criterion=c,
-                                method=m, dtype=dt, device=d, raise_on_nonconvergence=False)
+                                method=m, dtype=dt, device=d, raise_on_nonconvergence=False,
+                                **o)
 
                         got = ctx.attempt(f"{label} on {device}", solve, device=device)
                         if got is None:
@@ -105,7 +109,9 @@ def run(ctx: BenchContext) -> None:
                                        params={**base, "variant": label, "method": method,
                                                "dtype": dtype, "criterion": crit},
                                        metrics={"iterations": r.iterations,
-                                                "converged": r.converged, **cmp})
+                                                "converged": r.converged, **cmp,
+                                                **{k: r.info[k] for k in MASK_INFO
+                                                   if k in r.info}})
                         rows.append(m)
     _report(ctx, rows)
 
