@@ -10,7 +10,14 @@ import subprocess
 
 import pytest
 
-from webrank.kernels import cuda, cuda_adaptive, cuda_blocked, cuda_fixed, cuda_ppr
+from webrank.kernels import (
+    cuda,
+    cuda_adaptive,
+    cuda_blocked,
+    cuda_dense,
+    cuda_fixed,
+    cuda_ppr,
+)
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
@@ -29,7 +36,10 @@ def _families() -> dict[str, tuple[str, list[str]]]:
              for k in ("step", "heavy", "scale") for w in (False, True) for p in (0, 1)]
     ppr = [cuda_ppr.kernel_name("int32", "int32", t, w, c) for t in ("float32", "float64")
            for w in (False, True) for c in cuda_ppr.CPLS]
+    dense = [f"wr_dense_rows<{t}, {c}>" for t in ("float", "double")
+             for c in ("false", "true")]
     return {"pull": (cuda.SOURCE, pull), "adaptive": (cuda_adaptive.SOURCE, adaptive),
+            "dense": (cuda_dense.SOURCE, dense),
             "fixed": (cuda_fixed.SOURCE, fixed), "ppr": (cuda_ppr.SOURCE, ppr),
             "blocked": (cuda_blocked.SOURCE, cuda_blocked.all_names())}
 
@@ -45,7 +55,7 @@ def _compile(tmp_path, name: str, source: str, names: list[str]) -> str:
     return out.stderr
 
 
-@pytest.mark.parametrize("family", ["pull", "adaptive", "fixed", "ppr", "blocked"])
+@pytest.mark.parametrize("family", ["pull", "adaptive", "dense", "fixed", "ppr", "blocked"])
 def test_kernels_compile_for_sm90(tmp_path, family):
     source, names = _families()[family]
     report = _compile(tmp_path, family, source, names)

@@ -55,6 +55,12 @@ QUICK_SIZES = (100, 200, 400, 1000)
 FLOAT64_UP_TO = 10_000
 #: skip a dense size whose predicted time (warm-up plus repeats) exceeds this
 BUDGET_S = 600.0
+#: block sizes of the threads-per-block sweep (seed 001 §6.2), at SWEEP_SIZE nodes
+THREADS_PER_BLOCK = (8, 16, 32, 64, 128, 256, 512, 1024)
+SWEEP_SIZE = 10_000
+#: seed 001 §6.2, 9,664 nodes: threads per block -> seconds of its CUDA run
+SEED_001_SWEEP = {8: 0.950401, 16: 0.839092, 32: 0.752572, 64: 0.759962, 128: 0.868481,
+                  256: 0.900917, 512: 2.052449, 1024: 3.698519}
 #: seed 004's table: nodes -> (serial, parallel) seconds
 SEED_004 = {400: (3462e-6, 936e-6), 1000: (2.972898, 0.104831), 5000: (69.266776, 0.816446),
             10000: (68.51988, 0.755148), 15000: (565.92, 3.68), 20000: (577.8, 6.55),
@@ -81,22 +87,44 @@ def dense_google(g: Any, alpha: float, dtype: Any) -> np.ndarray:
     return mat
 
 
-def dense_power(xp: Any, mat: Any, tol: float = TOL, max_iter: int = MAX_ITER
-                ) -> tuple[Any, int]:
+def dense_power(xp: Any, mat: Any, tol: float = TOL, max_iter: int = MAX_ITER,
+                matvec: Any = None) -> tuple[Any, int]:
     """Seeds 001/004's loop: ``x <- G x`` until ``||x_k - x_{k-1}||_1 < tol``.
 
-    ``xp`` is NumPy or CuPy (``mat`` lives there). Returns ``(x, iterations)``.
+    ``xp`` is NumPy or CuPy (``mat`` lives there); ``matvec(x)`` is the product
+    (default ``mat @ x``: BLAS / cuBLAS gemv). Returns ``(x, iterations)``.
     """
     n = mat.shape[0]
     x = xp.full(n, 1.0 / n, dtype=mat.dtype)
+    product = matvec if matvec is not None else mat.__matmul__
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
-        y = mat @ x
+        y = product(x)
         err = float(xp.abs(y - x).sum())
         x = y
         if err < tol:
             break
     return x, it
+
+
+def row_kernel_matvec(stored: Any, column_major: bool, threads_per_block: int) -> Any:
+    """The reports' product on the GPU (:mod:`webrank.kernels.cuda_dense`): one thread
+    per row, ``threads_per_block`` threads a block. ``stored`` is the CuPy matrix ``G``
+    (row-major), or ``G`` transposed into a C-contiguous array for ``column_major``."""
+    import cupy as cp
+
+    from webrank.kernels.cuda_dense import get_kernel
+
+    n = stored.shape[0]
+    kernel = get_kernel(stored.dtype.name, column_major)
+    grid = (-(-n // threads_per_block),)
+
+    def matvec(x: Any) -> Any:
+        y = cp.empty_like(x)
+        kernel(grid, (threads_per_block,), (np.int64(n), stored, x, y))
+        return y
+
+    return matvec
 
 
 def _top3(x: Any) -> list[int]:
@@ -183,6 +211,7 @@ def _dense_on(ctx: BenchContext, device: str, mat: np.ndarray, n: int,
         dmat = cp.asarray(mat)
         (x, it), t = ctx.time(lambda: dense_power(cp, dmat), device="gpu")
         x = cp.asnumpy(x)
+        _row_kernels(ctx, dmat, n, params, row)
         del dmat
     else:
         with _one_blas_thread(ctx):
@@ -192,6 +221,29 @@ def _dense_on(ctx: BenchContext, device: str, mat: np.ndarray, n: int,
                    metrics={"iterations": it, "top3": _top3(x)})
     per_step[device] = (n, m["median"] / max(it, 1), it)
     row[f"dense_{device}"] = m
+
+
+def _row_kernels(ctx: BenchContext, dmat: Any, n: int, params: dict[str, Any],
+                 row: dict[str, Any]) -> None:
+    """The reports' one-thread-per-row kernel in both layouts at their 32 threads a block
+    (at :data:`SWEEP_SIZE` nodes: every block size of :data:`THREADS_PER_BLOCK`)."""
+    import cupy as cp
+
+    sweep_at = QUICK_SIZES[-1] if ctx.quick else SWEEP_SIZE
+    sweep = THREADS_PER_BLOCK if n == sweep_at else (32,)
+    for column_major in (False, True):
+        layout = "column-major" if column_major else "row-major"
+        stored = cp.ascontiguousarray(dmat.T) if column_major else dmat
+        for tpb in sweep:
+            matvec = row_kernel_matvec(stored, column_major, tpb)
+            (x, it), t = ctx.time(lambda mv=matvec: dense_power(cp, dmat, matvec=mv),
+                                  device="gpu")
+            m = ctx.record(f"row kernel {layout} {tpb}", t, device="gpu",
+                           params={**params, "dtype": str(dmat.dtype), "layout": layout,
+                                   "threads_per_block": tpb},
+                           metrics={"iterations": it, "top3": _top3(cp.asnumpy(x))})
+            row.setdefault("row_kernel", {})[(layout, tpb)] = m
+        del stored
 
 
 def _timed_calls(ctx: BenchContext, seconds: float) -> int:
@@ -257,7 +309,59 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
                     title=f"time to L1 change < {TOL:g}, alpha {ALPHA}")
 
     ctx.plot("seed_dense_time.png", draw)
+    _row_kernel_report(ctx, rows)
     _findings(ctx, rows)
+
+
+def _row_kernel_report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
+    """The reports' one-thread-per-row kernel beside cuBLAS, and its block-size sweep."""
+    measured = [r for r in rows if "row_kernel" in r]
+    if not measured:
+        return
+    table = []
+    for r in measured:
+        k = r["row_kernel"]
+        rm, cm = k.get(("row-major", 32)), k.get(("column-major", 32))
+        table.append([f"{r['n']:,}", r["dtype"], fmt_timing(r["dense_gpu"]),
+                      fmt_timing(rm) if rm else "–", fmt_timing(cm) if cm else "–",
+                      _ratio(rm, r["dense_gpu"]), _ratio(cm, r["dense_gpu"])])
+    ctx.table("The reports' kernel (one thread per row, 32 threads a block) beside cuBLAS "
+              f"gemv: time to an L1 change below {TOL:g}",
+              ["nodes", "dtype", "cuBLAS gemv", "row kernel, row-major (theirs)",
+               "row kernel, column-major", "cuBLAS vs row-major", "cuBLAS vs column-major"],
+              table, caption="The same loop and stopping test; only the product differs. "
+                             "Ratios: how many times faster cuBLAS is.")
+    off = [f"{r['n']:,} ({lay}, {tpb})" for r in measured
+           for (lay, tpb), m in r["row_kernel"].items()
+           if m["metrics"]["top3"] != r["dense_gpu"]["metrics"]["top3"]]
+    ctx.finding("Row kernel top-3 nodes: " + ("the same as cuBLAS's at every size and block "
+                                              "size." if not off else
+                                              "DIFFERENT at " + ", ".join(off) + "."))
+    swept = [r for r in measured if len(r["row_kernel"]) > 2]
+    if not swept:
+        return
+    r = swept[-1]
+    k = r["row_kernel"]
+    sweep_rows = []
+    for tpb in THREADS_PER_BLOCK:
+        rm, cm = k.get(("row-major", tpb)), k.get(("column-major", tpb))
+        seed = SEED_001_SWEEP.get(tpb)
+        sweep_rows.append([str(tpb), fmt_timing(rm) if rm else "–",
+                           fmt_timing(cm) if cm else "–",
+                           f"{seed:.3f} s" if seed is not None else "–"])
+    ctx.table(f"Threads per block, the row kernel at {r['n']:,} nodes ({r['dtype']})",
+              ["threads per block", "row-major (theirs)", "column-major",
+               "seed 001, 9,664 nodes (published)"], sweep_rows,
+              caption=f"cuBLAS gemv on the same matrix: {fmt_timing(r['dense_gpu'])}.")
+    for layout in ("row-major", "column-major"):
+        times = {tpb: m["median"] for (lay, tpb), m in k.items() if lay == layout}
+        if times:
+            best = min(times, key=times.get)
+            ctx.finding(f"Row kernel, {layout}, {r['n']:,} nodes: fastest at {best} threads "
+                        f"a block ({fmt_time(times[best])}); 1024 threads: "
+                        f"{fmt_time(times.get(1024, float('nan')))}; cuBLAS gemv "
+                        f"{fmt_time(r['dense_gpu']['median'])} (seed 001: best at 32, "
+                        "2.7x slower at 512 and 4.9x at 1024 than at 32).")
 
 
 def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
