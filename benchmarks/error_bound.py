@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--tols", type=float, nargs="+", default=[1e-10, 1e-6])
     ap.add_argument("--methods", nargs="+", default=METHODS)
+    ap.add_argument("--engines", nargs="+", default=["auto"],
+                    help="GPU engines to run the power method on (each beside 'auto')")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from webrank.datasets import path as bundled
@@ -48,15 +50,17 @@ def main() -> None:
         ref_bound = ref.error_bound
         print(f"{name}: n={g.n:,} m={g.num_edges:,}; reference (GMRES 1e-14) bound "
               f"{ref_bound:.2e}", flush=True)
-        for method in args.methods:
+        runs = [(m, "auto") for m in args.methods] + [
+            ("power", e) for e in args.engines if e != "auto"]
+        for method, engine in runs:
             for dtype in ("float64", "float32"):
                 for tol in args.tols:
                     try:
                         r = webrank.pagerank(g, tol=tol, method=method, dtype=dtype,
-                                             device=args.device,
+                                             device=args.device, engine=engine,
                                              raise_on_nonconvergence=False)
                     except ValueError as exc:  # a method that refuses a dtype or device
-                        print(f"  {method} {dtype}: {str(exc).splitlines()[0]}")
+                        print(f"  {method} {engine} {dtype}: {str(exc).splitlines()[0]}")
                         break
                     t = time.perf_counter()
                     bound = r.error_bound
@@ -64,6 +68,7 @@ def main() -> None:
                     measured = float(np.abs(r.scores - ref.scores).sum())
                     row = {"graph": name, "method": r.method, "asked": method,
                            "dtype": dtype, "tol": tol, "device": r.device,
+                           "engine": r.info.get("engine", engine),
                            "iterations": r.iterations, "converged": r.converged,
                            "bound": bound, "measured": measured,
                            "reference_bound": ref_bound,
@@ -72,7 +77,7 @@ def main() -> None:
                            "bound_s": bound_s, "solve_s": r.elapsed,
                            "certified_top10": len(r.certified_top(10))}
                     rows.append(row)
-                    print(f"  {method:12s} {dtype} tol {tol:.0e}: bound {bound:.3e} "
+                    print(f"  {method:12s} {engine:10s} {dtype} tol {tol:.0e}: bound {bound:.3e} "
                           f"measured {measured:.3e} ratio {row['ratio']:.2f} "
                           f"{'sound' if row['sound'] else 'UNSOUND'}; bound {bound_s:.3f} s, "
                           f"solve {r.elapsed:.3f} s", flush=True)

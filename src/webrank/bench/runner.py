@@ -134,6 +134,8 @@ class BenchContext:
         A warm-up longer than :data:`LONG_RUN_S` is followed by one timed call only, and
         one longer than :data:`VERY_LONG_RUN_S` is the measurement itself (``"cold":
         True``): minutes per measurement would make the full suites unrunnable.
+        ``repeats=0``: the first call is the measurement (for runs whose result is the
+        point and whose time is only reported).
         """
         reps = self.repeats if repeats is None else int(repeats)
         sync = self.sync(device)
@@ -144,15 +146,15 @@ class BenchContext:
         if sync:
             sync()
         first = time.perf_counter() - t0
-        if first > VERY_LONG_RUN_S:
+        if first > VERY_LONG_RUN_S or reps == 0:
             return result, {"median": first, "min": first, "max": first, "repeat": 1,
                             "cold": True}
         if first > LONG_RUN_S:
             reps = 1
         return result, median_time(fn, repeat=max(reps, 1), warmup=0, sync=sync)
 
-    def attempt(self, what: str, fn: Callable[[], Any], *, device: str = "cpu"
-                ) -> tuple[Any, dict[str, Any]] | None:
+    def attempt(self, what: str, fn: Callable[[], Any], *, device: str = "cpu",
+                repeats: int | None = None) -> tuple[Any, dict[str, Any]] | None:
         """:meth:`time`, or None with a skip note when ``fn`` refuses the job.
 
         For solvers that may reject a device or an option (a ValueError, a
@@ -162,7 +164,7 @@ class BenchContext:
         from webrank.errors import ConvergenceError, WebrankError
 
         try:
-            return self.time(fn, device=device)
+            return self.time(fn, device=device, repeats=repeats)
         except ConvergenceError:
             raise  # suites pass raise_on_nonconvergence=False; this is a bug
         except (ValueError, WebrankError, NotImplementedError) as exc:
