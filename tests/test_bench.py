@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import webrank
 from webrank.bench.runner import BenchContext, run_suite
 from webrank.bench.suites import SUITES, load_suite
 from webrank.cli import cli
@@ -90,6 +91,27 @@ def test_seed_suites_quick(tmp_path, suite):
             if "top3" in m["metrics"]:
                 by_n.setdefault(m["params"]["nodes"], set()).add(tuple(m["metrics"]["top3"]))
         assert by_n and all(len(tops) == 1 for tops in by_n.values())
+
+
+def test_seed_iterations_reads_the_counts_a_run_to_each_tol_takes(tmp_path):
+    # the iterations read off one tol=0 run are those of a run stopping at that tol
+    from webrank.bench.suites.seed_extrapolation import QUICK_NODES
+    from webrank.generate import generate
+
+    doc, _ = _bench(tmp_path, "seed-iterations")
+    assert doc["tables"] and doc["measurements"]
+    src, dst, n = generate("scale-free", QUICK_NODES, seed=0)
+    g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
+    checked = 0
+    for m in doc["measurements"]:
+        p = m["params"]
+        for tol, its in m["metrics"]["iterations_to"].items():
+            r = webrank.pagerank(g, alpha=p["alpha"], tol=float(tol), method="power",
+                                 dtype=p["dtype"], max_iter=5000,
+                                 raise_on_nonconvergence=False)
+            assert its == (r.iterations if r.converged else None), (p, tol)
+            checked += 1
+    assert checked >= 8
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ SUITES: dict[str, str] = {
     "seed-dense": "webrank.bench.suites.seed_dense",
     "seed-approx": "webrank.bench.suites.seed_approx",
     "seed-extrapolation": "webrank.bench.suites.seed_extrapolation",
+    "seed-iterations": "webrank.bench.suites.seed_iterations",
     "baselines": "webrank.bench.suites.baselines",
     "seed-hybrid": "webrank.bench.suites.seed_hybrid",
     "gpu": "webrank.bench.suites.gpu",

@@ -48,15 +48,13 @@ QUICK_NODES = 2000
 #: alpha 0.99 to 1e-12 takes ~2,750 power steps; room for slower methods
 MAX_ITER = 5000
 REF_TOL = 1e-14
-#: the extra tol of the CPU-vs-GPU iteration table (seed 000's 18,234 vs 3,013 claim)
-DEVICE_TOL = 1e-15
 #: a graph's remaining alphas are skipped (with a note) once the next one is predicted to
 #: end past this many seconds on the graph: the full grid with every method takes hours
 #: on a 2-core CPU (alpha 0.99 alone is ~70% of the steps), minutes on a GPU
 GRAPH_BUDGET_S = 600.0
 
 
-def _graphs(ctx: BenchContext) -> list[tuple[str, Any]]:
+def suite_graphs(ctx: BenchContext) -> list[tuple[str, Any]]:
     import webrank
     from webrank.generate import generate
 
@@ -85,8 +83,7 @@ def run(ctx: BenchContext) -> None:
     tols = QUICK_TOLS if ctx.quick else TOLS
     rows: list[dict[str, Any]] = []
     residuals: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray]] = {}
-    graphs = _graphs(ctx)
-    for name, g in graphs:
+    for name, g in suite_graphs(ctx):
         started = time.perf_counter()
         last: tuple[float, float] | None = None  # (alpha, seconds) of the last alpha done
         for alpha in alphas:
@@ -128,81 +125,6 @@ def run(ctx: BenchContext) -> None:
                             residuals[(name, alpha, method)] = _residual_curve(r)
             last = (alpha, time.perf_counter() - t_alpha)
     _report(ctx, rows, residuals, alphas, tols)
-    if "gpu" in ctx.devices:
-        _power_cpu_vs_gpu(ctx, graphs, alphas, (*tols, DEVICE_TOL))
-
-
-def first_below(residuals: np.ndarray, tol: float) -> int | None:
-    """The number of steps a run stopping at ``tol`` takes: the first step whose residual
-    is below it (None: never, within the steps run)."""
-    below = np.flatnonzero(np.asarray(residuals) < tol)
-    return int(below[0]) + 1 if below.size else None
-
-
-def _power_cpu_vs_gpu(ctx: BenchContext, graphs: list[tuple[str, Any]],
-                      alphas: tuple[float, ...], tols: tuple[float, ...]) -> None:
-    """Seed 000's claim that its GPU power method needs fewer iterations than its serial
-    one, tested: the power method on the CPU and on the GPU, float64 and float32, each
-    run once with ``tol=0`` (until nothing changes, or the residual stalls) and its
-    iteration count at every tol read off the residual history (a run stopping at tol
-    takes exactly the steps up to the first residual below it)."""
-    import webrank
-
-    table = []
-    same = differ = 0
-    gaps: list[str] = []
-    for name, g in graphs:
-        for alpha in alphas:
-            counts: dict[tuple[str, str], list[int | None]] = {}
-            for dtype in ("float64", "float32"):
-                for device in ("cpu", "gpu"):
-                    def solve(d=device, dt=dtype, a=alpha, g=g):
-                        return webrank.pagerank(g, alpha=a, tol=0, max_iter=MAX_ITER,
-                                                method="power", dtype=dt, device=d,
-                                                raise_on_nonconvergence=False)
-
-                    got = ctx.attempt(f"power {dtype} on {device}", solve, device=device,
-                                      repeats=0)
-                    if got is None:
-                        continue
-                    r, t = got
-                    its = [first_below(r.residuals, tol) for tol in tols]
-                    counts[(device, dtype)] = its
-                    ctx.record(f"power {dtype} alpha={alpha} tol=0", t, device=device,
-                               params={"graph": name, "alpha": alpha, "dtype": dtype,
-                                       "method": "power", "tol": 0, "part": "cpu-vs-gpu"},
-                               metrics={"iterations": r.iterations,
-                                        "floor": float(np.min(r.residuals)),
-                                        "iterations_to": dict(zip(map(str, tols), its,
-                                                                  strict=True))})
-            for i, tol in enumerate(tols):
-                cells = []
-                for dtype in ("float64", "float32"):
-                    c, gq = counts.get(("cpu", dtype)), counts.get(("gpu", dtype))
-                    for v in (c, gq):
-                        cells.append("–" if v is None else
-                                     "never" if v[i] is None else str(v[i]))
-                    if c is not None and gq is not None:
-                        if c[i] == gq[i]:
-                            same += 1
-                        else:
-                            differ += 1
-                            gaps.append(f"{name} {alpha}/{tol:g} {dtype}: "
-                                        f"{c[i]} vs {gq[i]}")
-                table.append([name, f"{alpha:.2f}", f"{tol:g}", *cells])
-    ctx.table("The power method's iterations on the CPU and the GPU (seed 000's claim)",
-              ["graph", "alpha", "tol", "CPU float64", "GPU float64", "CPU float32",
-               "GPU float32"], table,
-              caption="Iterations to an L1 change below tol; 'never': the residual stalled "
-                      "above tol (the float32 rounding floor) or max_iter "
-                      f"{MAX_ITER} was reached.")
-    ctx.finding(f"CPU and GPU power iterations agree in {same} of {same + differ} "
-                "(graph, alpha, tol, dtype) cells" + (": " + "; ".join(gaps[:8])
-                                                      if gaps else "")
-                + ". Seed 000 reported 18,234 serial against 3,013 GPU iterations at "
-                "alpha 0.99, eps 1e-15; with the same arithmetic and stopping test the "
-                "counts agree (to a step or two where the last bits of a sum differ), so "
-                "such a gap comes from the precision or the test, not the device.")
 
 
 def _residual_curve(r: Any) -> tuple[np.ndarray, np.ndarray]:
