@@ -353,6 +353,35 @@ def test_mpi_on_real_graph_shards(tmp_path, name):
     assert np.abs(scores - ref.scores).sum() < 1e-12
 
 
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_edge_files_keep_the_last_weight_of_a_repeated_edge(tmp_path, ranks):
+    # as webrank.load of the files joined in order: the last occurrence's weight wins,
+    # whichever rank read the earlier copy (the largest weight did before)
+    d = tmp_path / "edges"
+    d.mkdir()
+    (d / "e0.txt").write_text("0 1 5.0\n0 0 0.5\n")
+    (d / "e1.txt").write_text("0 1 1.0\n0 2 1.0\n0 0 0.0\n")
+    joined = tmp_path / "all.txt"
+    joined.write_text((d / "e0.txt").read_text() + (d / "e1.txt").read_text())
+    ref = webrank.pagerank(webrank.load(joined), tol=1e-13, method="power", device="cpu")
+    if ranks == 1:
+        from webrank.distributed.run import distributed_pagerank
+
+        r = distributed_pagerank(d, tol=1e-13, method="power", top=0)
+        np.testing.assert_allclose(r.scores, ref.scores, atol=1e-12)
+        return
+    if _mpirun() is None or not _has_mpi4py():
+        pytest.skip("MPI is not installed (pip install 'webrank[mpi]')")
+    out = run_mpi(2, [sys.executable, "-m", "webrank", "rank", str(d), "--distributed",
+                      "--tol", "1e-13", "--device", "cpu", "-o", str(tmp_path / "r")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+
+    t = pq.read_table([str(tmp_path / "r" / f"part-{k:05d}.parquet") for k in range(2)])
+    got = dict(zip(t["node"].to_pylist(), t["score"].to_pylist(), strict=True))
+    np.testing.assert_allclose([got[k] for k in range(3)], ref.scores, atol=1e-12)
+
+
 @mpi
 def test_mpi_routes_edge_files_and_writes_parts(tmp_path):
     g = random_graph(np.random.default_rng(3), 3000, 25000)

@@ -1,6 +1,7 @@
 """Every path, one answer: the same edges through every way into webrank (a text file
 of each flavour, Parquet, a pandas or pyarrow table, the .npz cache, SciPy, the
-partitioned reader, the networkx backend) give the same node set and the same scores
+partitioned reader, the networkx backend, and on a GPU each engine and gpus=2) give the
+same node set and the same scores
 (hypothesis: sparse, huge and string ids, headers, duplicates, self-loops, zero
 weights, dangling and isolated nodes). The MPI runs of the same definition are in
 tests/test_distributed.py (mpirun -n 2 and -n 3)."""
@@ -128,3 +129,58 @@ def test_networkx_backend_is_the_same_definition(edges, weighted, data):
     w = [G.edges[e]["weight"] for e in G.edges()] if weighted else None
     ref = rank(Graph.from_edges(np.array(src), np.array(dst), w))
     same_answer(got, ref, "networkx backend")
+
+
+# -- the GPU paths (gpu-marked: run on the GPU machine) --------------------------------------
+def _gpu_count() -> int:
+    from webrank.backends import gpu_available
+
+    if not gpu_available():
+        return 0
+    import cupy as cp
+
+    return cp.cuda.runtime.getDeviceCount()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_gpu_count() == 0, reason="no usable GPU (CuPy + CUDA device)")
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edges=edge_lists, scale=st.sampled_from([1, 10**12]), weighted=st.booleans(),
+       dtype=st.sampled_from(["float64", "float32"]), data=st.data())
+def test_every_gpu_path_gives_the_cpu_answer(tmp_path_factory, edges, scale, weighted,
+                                            dtype, data):
+    """Each GPU engine, ``gpus=2`` (where two GPUs are), the GPU CLI, on the graph of a
+    file as ``webrank.load`` reads it: the CPU's node set and scores."""
+    from webrank.backends.gpu_engines import ENGINES
+
+    src = np.array([s for s, _ in edges], np.int64) * scale
+    dst = np.array([d for _, d in edges], np.int64) * scale
+    w = (np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+                                     min_size=len(edges), max_size=len(edges))))
+         if weighted else None)
+    path = tmp_path_factory.mktemp("gpu_paths") / "g.txt"
+    path.write_text("".join(f"{a} {b}" + (f" {c!r}" if weighted else "") + "\n"
+                            for a, b, c in zip(src, dst, w if weighted else src,
+                                               strict=True)))
+    g = webrank.load(path)
+    ref = rank(g)
+    # float32 gathers: the rounding of ~100 steps in single precision
+    atol = 1e-9 if dtype == "float64" else 2e-5
+
+    def close(got: dict, what: str) -> None:
+        assert got.keys() == ref.keys(), what
+        err = sum(abs(got[k] - ref[k]) for k in ref)
+        assert err < atol, (what, err)
+
+    for engine in ENGINES:
+        r = webrank.pagerank(g, tol=TOL if dtype == "float64" else 1e-7, method="power",
+                             device="gpu", engine=engine, dtype=dtype)
+        close(scores_by_label(r), f"engine {engine}")
+    for method in ("gmres", "fixed") if dtype == "float64" else ():
+        close(scores_by_label(webrank.pagerank(g, tol=TOL, method=method, device="gpu")),
+              method)
+    if _gpu_count() >= 2:
+        r = webrank.pagerank(g, tol=TOL if dtype == "float64" else 1e-7, method="power",
+                             device="gpu", gpus=2, dtype=dtype)
+        close(scores_by_label(r), "gpus=2")

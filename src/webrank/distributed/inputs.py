@@ -40,6 +40,8 @@ __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_scor
 MANIFEST = "webrank-shards.json"
 #: buckets of the in-link histogram the ranks split the rows by
 HISTOGRAM_BUCKETS = 1 << 16
+#: bits of an edge's line within its file in its place key (file index above them)
+FILE_PLACE_BITS = 40
 
 
 def shard_name(part: int, parts: int) -> str:
@@ -239,8 +241,8 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     delimiter, weights), and the node set is the single process's: with
     ``options.node_ids`` "appear" (the default) the ids that occur in any file, numbered
     in increasing id order; "range" (or ``num_nodes``) ``0..max id``. Parallel edges:
-    ``"collapse"`` keeps one (the largest weight; the single-node reader's "last in the
-    file" has no meaning across files read by different ranks), ``"sum"`` adds their
+    ``"collapse"`` keeps one, with the weight of its last occurrence in the files taken
+    in order (as :func:`webrank.load` keeps the last of one file), ``"sum"`` adds their
     weights (default: ``options.duplicates``). Returns ``(part, bounds, labels)``:
     labels is the id of each node, or None where the nodes are ``0..n-1``.
     """
@@ -255,13 +257,18 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     files = _edge_files(source)
     mine = files[comm.rank::comm.size]
     cols = [_read_columns(f, source_col, target_col, weight_col, options) for f in mine]
+    # each edge's place in the files taken in order (file index, then line): "collapse"
+    # keeps the weight of the last occurrence wherever the copies were read
+    places = [(np.int64(i) << np.int64(FILE_PLACE_BITS)) + np.arange(c[0].size, dtype=np.int64)
+              for i, c in zip(range(comm.rank, len(files), comm.size), cols, strict=True)]
     weighted = any(comm.allgather_obj(any(c[2] is not None for c in cols)))
     src = np.concatenate([c[0] for c in cols]) if cols else np.zeros(0, np.int64)
     dst = np.concatenate([c[1] for c in cols]) if cols else np.zeros(0, np.int64)
-    w = None
+    w = place = None
     if weighted:
         w = np.concatenate([c[2] if c[2] is not None else np.ones(c[0].size) for c in cols]
                            ) if cols else np.zeros(0)
+        place = np.concatenate(places) if cols else np.zeros(0, np.int64)
     top = max(int(src.max(initial=-1)), int(dst.max(initial=-1)))
     top_all = max(comm.allgather_obj(top))
     if top_all < 0:
@@ -285,8 +292,10 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     counts = np.bincount(owner, minlength=comm.size)
     pairs = comm.alltoallv(np.stack([src[order], dst[order]], axis=1), counts)
     wts = comm.alltoallv(w[order], counts) if weighted else None
+    wplace = comm.alltoallv(place[order], counts) if weighted else None
     r0, r1 = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
-    part = _local_csr(pairs[:, 0], pairs[:, 1] - r0, wts, r0, r1, n, duplicates, comm.rank)
+    part = _local_csr(pairs[:, 0], pairs[:, 1] - r0, wts, r0, r1, n, duplicates, comm.rank,
+                      wplace)
     part.out_weight = _route_out_weights(part, bounds, comm)
     return part, bounds, labels
 
@@ -313,11 +322,13 @@ def _appearing_ids(src: np.ndarray, dst: np.ndarray, top: int, comm: Comm
 
 
 def _local_csr(src: np.ndarray, row: np.ndarray, w: np.ndarray | None, r0: int, r1: int,
-               n: int, duplicates: str, index: int) -> Part:
-    """The CSR of rows ``r0:r1`` from in-links (``row`` relative to r0), duplicates merged."""
+               n: int, duplicates: str, index: int, place: np.ndarray | None = None) -> Part:
+    """The CSR of rows ``r0:r1`` from in-links (``row`` relative to r0), duplicates merged
+    (``collapse`` keeps the weight of the largest ``place``: the last occurrence)."""
     rows = r1 - r0
     key = row.astype(np.int64) * n + src
-    order = np.argsort(key, kind="stable")
+    order = (np.lexsort((place, key)) if place is not None
+             else np.argsort(key, kind="stable"))
     key = key[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
@@ -325,8 +336,9 @@ def _local_csr(src: np.ndarray, row: np.ndarray, w: np.ndarray | None, r0: int, 
     if w is not None:
         w = w[order]
         starts = np.flatnonzero(first)
+        last = np.append(starts[1:], key.size) - 1
         weights = (np.add.reduceat(w, starts) if duplicates == "sum"
-                   else np.maximum.reduceat(w, starts)) if key.size else w
+                   else w[last]) if key.size else w
     elif duplicates == "sum" and key.size and not first.all():
         starts = np.flatnonzero(first)
         weights = np.diff(np.append(starts, key.size)).astype(np.float64)
