@@ -131,6 +131,24 @@ def test_edit_graph_string_labels_appends_new_nodes():
 
 # -- the update against references ----------------------------------------------------------
 
+def test_update_of_a_graph_read_with_string_labels(tmp_path):
+    # labels read from a file are Python strings (object arrays); edits name them with
+    # str, as the docstring allows: the result equals a full run of the edited file
+    path = tmp_path / "g.tsv"
+    path.write_text("a\tb\nb\tc\nc\ta\nc\td\n")
+    r = webrank.pagerank(webrank.load(path, labels="string"), tol=1e-12)
+    new = webrank.update(r, removed_edges=[("a", "b")], added_edges=[("a", "z"), ("d", "a")],
+                         tol=1e-12)
+    edited = tmp_path / "edited.tsv"
+    edited.write_text("b\tc\nc\ta\nc\td\na\tz\nd\ta\n")
+    full = webrank.pagerank(webrank.load(edited, labels="string"), tol=1e-12)
+    got = dict(zip(new.labels.tolist(), new.scores.tolist(), strict=True))
+    want = dict(zip(full.labels.tolist(), full.scores.tolist(), strict=True))
+    assert got.keys() == want.keys() == {"a", "b", "c", "d", "z"}
+    assert sum(abs(got[k] - want[k]) for k in want) < 1e-10
+    with pytest.raises(ValueError, match="do not compare"):
+        webrank.update(r, added_edges=[(1, 2)])
+
 @pytest.mark.parametrize("fraction", [0.5, 1.0])
 @pytest.mark.parametrize("case", ["insert", "delete", "both", "new-nodes", "empty"])
 def test_update_matches_exact_and_full_run(case, fraction):

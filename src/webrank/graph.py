@@ -395,19 +395,36 @@ class Graph:
             if bad.any():
                 raise KeyError(f"{want.ravel()[int(np.argmax(bad))]!r} is not a node")
             return idx
+        try:
+            _, idx = self.lookup(want)
+        except TypeError:
+            raise KeyError(f"{want.ravel()[0]!r} is not a node label") from None
+        if (idx < 0).any():
+            raise KeyError(f"{want.ravel()[int(np.argmax(idx < 0))]!r} is not a node")
+        return idx
+
+    def lookup(self, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(labels, index)``: the labels as an array of this graph's label type (text
+        labels of a graph that stores them as Python strings become the same), and the
+        node index of each, -1 where a label is not a node. For a graph of labels
+        (``self.labels`` not None); ``TypeError`` when the labels cannot be compared
+        with the graph's (text against numbers)."""
+        if self.labels is None:
+            raise ValueError("this graph's nodes are 0..n-1; it has no labels to look up")
+        keys = np.asarray(labels)
+        text_graph = self.labels.dtype.kind in "USO"
+        if keys.size and text_graph != (keys.dtype.kind in "USO"):
+            raise TypeError(f"labels of type {keys.dtype} do not compare with this graph's "
+                            f"labels ({self.labels.dtype})")
+        if self.labels.dtype == object and keys.dtype.kind in "US":
+            keys = keys.astype(object)  # NumPy does not order str against object arrays
         order = self._cache.get("label_order")
         if order is None:
             order = self._cache["label_order"] = np.argsort(self.labels, kind="stable")
         sorted_labels = self.labels[order]
-        try:
-            pos = np.searchsorted(sorted_labels, want)
-        except TypeError:
-            raise KeyError(f"{want.ravel()[0]!r} is not a node label") from None
-        pos = np.minimum(pos, self.n - 1)
-        found = sorted_labels[pos] == want
-        if not np.all(found):
-            raise KeyError(f"{want.ravel()[int(np.argmin(found))]!r} is not a node")
-        return order[pos].astype(np.int64)
+        pos = np.minimum(np.searchsorted(sorted_labels, keys), self.n - 1)
+        found = sorted_labels[pos] == keys
+        return keys, np.where(found, order[pos], -1).astype(np.int64)
 
     def unweighted(self) -> Graph:
         """The same graph with every weight dropped (out-weights become out-degrees)."""

@@ -183,22 +183,11 @@ def _node_index(graph: Graph, keys: np.ndarray, what: str) -> tuple[np.ndarray, 
                              f"{np.asarray(keys).ravel()[:3].tolist()}...") from None
         if labels is None:
             return keys, np.where(keys < graph.n, keys, -1)
-    keys = np.asarray(keys)
-    if (labels.dtype.kind in "US") != (keys.dtype.kind in "US") and keys.size:
-        raise ValueError(f"{what}: labels of type {keys.dtype} do not compare with this "
-                         f"graph's labels ({labels.dtype})")
-    order = graph._cache.get("label_order")  # the same cache Graph.index_of fills
-    if order is None:
-        order = graph._cache["label_order"] = np.argsort(labels, kind="stable")
-    sorted_labels = labels[order]
     try:
-        pos = np.searchsorted(sorted_labels, keys)
+        return graph.lookup(keys)
     except TypeError:
         raise ValueError(f"{what}: labels of type {np.asarray(keys).dtype} do not compare "
                          f"with this graph's labels ({labels.dtype})") from None
-    pos = np.minimum(pos, graph.n - 1)
-    found = sorted_labels[pos] == keys
-    return keys, np.where(found, order[pos], -1).astype(np.int64)
 
 
 def _find_in_rows(indptr: np.ndarray, cols: np.ndarray, rows: np.ndarray,

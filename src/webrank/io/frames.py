@@ -452,5 +452,6 @@ def columns_to_pandas(columns: Mapping[str, np.ndarray]) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("pandas is required for to_pandas(): pip install pandas") from None
+        raise ImportError("pandas is required for to_pandas(): pip install "
+                          "'webrank[pandas]' (or pandas)") from None
     return pd.DataFrame(dict(columns))
