@@ -117,7 +117,7 @@ def test_methods_that_do_not_run_partitioned(rng):
     with pytest.raises(ValueError, match="gpus must be a positive integer"):
         webrank.pagerank(g, gpus=0)
     # engines: a part runs pull or blocked on a GPU, the Numba step on the CPU
-    with pytest.raises(ValueError, match="'auto', 'pull' or 'blocked'"):
+    with pytest.raises(ValueError, match="one of auto, pull, blocked for the parts"):
         pagerank_parts(ps, bounds, LocalComm(2), engine="persistent")
     with pytest.raises(ValueError, match="is a GPU option"):
         pagerank_parts(ps, bounds, LocalComm(2), engine="blocked")
@@ -128,7 +128,7 @@ def test_methods_that_do_not_run_partitioned(rng):
 def test_distributed_cli_refuses_a_bad_engine_in_one_line(tmp_path):
     path = tmp_path / "e.txt"
     path.write_text("0 1\n1 2\n2 0\n")
-    for engine, msg in (("persistent", "engine must be 'auto', 'pull' or 'blocked'"),
+    for engine, msg in (("persistent", "engine must be one of auto, pull, blocked"),
                         ("blocked", "engine='blocked' is a GPU option")):
         out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path),
                               "--distributed", "--engine", engine, "--device", "cpu"],

@@ -34,12 +34,12 @@ def _block_contents(layout, P):
 def test_layout_built_on_the_device_equals_the_reference(rng, weighted, dtype):
     import cupy as cp
 
-    from webrank.backends.gpu import _upload_csr
+    from webrank.backends.gpu import upload_csr
     from webrank.backends.gpu_blocked import build_on_device, part_major_blocks
     from webrank.blocking import build_blocked, plan_blocks
 
     g = random_graph(rng, 20000, 150000, weighted)
-    csr = _upload_csr(g)
+    csr = upload_csr(g)
     tv = g.transition_values()
     for rows, bits in ((24576, 14), (300, 7)):  # one chunk window, and many
         plan = plan_blocks(g.indptr, n_src=g.n, part_rows_max=rows, chunk_bits_max=bits,

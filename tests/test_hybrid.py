@@ -9,7 +9,7 @@ from test_pagerank import DTYPES
 
 import webrank
 from webrank import Graph
-from webrank.backends.gpu import _heavy_segments
+from webrank.backends.gpu import heavy_segments
 from webrank.kernels.cpu import row_range_sums
 
 
@@ -28,7 +28,7 @@ def test_gpu_heads_and_cpu_tails_cover_every_edge_once(gpu_links):
     g = hub_graph(False)
     indptr = g.indptr
     threshold = min(64, gpu_links)
-    seg = _heavy_segments(indptr, threshold, gpu_links)
+    seg = heavy_segments(indptr, threshold, gpu_links)
     deg = np.diff(indptr)
     covered = np.zeros(g.num_edges, dtype=np.int64)
     light = np.flatnonzero(deg <= threshold)  # whole rows in the fused kernel

@@ -129,8 +129,9 @@ def test_parallel_build_is_the_serial_build(src, data, dup, weighted, node_ids, 
         for c in range(pieces):
             wd[cuts[c] + gap[c]:cuts[c + 1] + gap[c]] = w[cuts[c]:cuts[c + 1]]
         wc = build.Chunked(wd, sc.starts, sc.counts)
-    got = build.graph_from_chunks(sc, dc, wc, num_nodes=None, node_ids=node_ids, labels=None,
-                                  duplicates=dup, name=None)
+    got = Graph(**build.csr_from_chunks(sc, dc, wc, num_nodes=None,
+                                        node_ids=node_ids, labels=None,
+                                        duplicates=dup, name=None))
     same(got, ref)
     np.testing.assert_array_equal(sc.concatenate(), s)
 

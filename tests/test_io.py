@@ -22,8 +22,8 @@ from webrank.io import (
     write_parquet,
 )
 from webrank.io import edgelist as el
-from webrank.io._atomic import atomic_write
-from webrank.io._open import open_binary
+from webrank.io.atomic import atomic_write
+from webrank.io.sources import open_binary
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -40,3 +40,128 @@ def test_kernel_modules_import_no_backend_or_feature():
         above = {m for m in imported_modules(path)
                  if m.startswith("webrank.") and not m.startswith(allowed)}
         assert not above, f"kernels/{path.name} imports {sorted(above)}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _private(segment: str) -> bool:
+    return segment.startswith("_") and not segment.startswith("__")
+
+
+def test_no_private_name_is_used_outside_its_module():
+    """``from webrank.a import _b`` from another module, or a private module
+    (``webrank.io._arrow``) from outside its package, is a layering leak: what other
+    modules need gets a public name and a docstring."""
+    leaks = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.startswith("webrank")):
+                continue
+            segments = node.module.split(".")
+            for i, seg in enumerate(segments):
+                owner = ".".join(segments[:i])
+                if _private(seg) and not (package + ".").startswith(owner + "."):
+                    leaks.append(f"{name} imports private module {node.module}")
+            for alias in node.names:
+                target = f"{node.module}.{alias.name}"
+                if (_private(alias.name) and node.module != name
+                        and target not in MODULES):
+                    leaks.append(f"{name} imports {alias.name} from {node.module}")
+    assert not leaks, "\n".join(sorted(set(leaks)))
+
+
+#: the one cycle left: Graph.from_dataframe / from_scipy call the table adapters of
+#: webrank.io.frames, which build Graphs through webrank.io.options and the edge-list
+#: reader's factorize. Breaking it means moving the adapters' Graph construction into
+#: graph.py (the readers returning columns); until then this test pins it so that no
+#: other cycle appears and this one does not grow.
+KNOWN_CYCLES = [["webrank.graph", "webrank.io.edgelist", "webrank.io.frames",
+                 "webrank.io.options"]]
+
+
+def test_no_import_cycles_between_modules():
+    """Every import, at module level or inside a function, draws an edge; the module
+    graph has no cycle (a strongly connected component of more than one module) but the
+    known one."""
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for name, path in MODULES.items():
+        for mod in imported_modules(path):
+            if mod in MODULES and mod != name:
+                edges[name].add(mod)
+    # Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(MODULES):
+        if v not in index:
+            visit(v)
+    assert cycles == KNOWN_CYCLES, "import cycles: " + "; ".join(" <-> ".join(c)
+                                                                 for c in cycles)
+
+
+def test_cli_choices_come_from_the_registries():
+    """The CLI offers exactly what the backends and solvers register (no copied lists)."""
+    import click
+
+    from webrank.backends import CPU_ENGINES, GPU_ENGINES
+    from webrank.cli import cli
+    from webrank.solvers import SOLVERS, get_solver
+
+    get_solver("power")  # fills the registry
+    rank = cli.commands["rank"]
+    params = {p.name: p for p in rank.params}
+    engine = params["engine"].type
+    assert isinstance(engine, click.Choice)
+    assert set(engine.choices) == set(GPU_ENGINES) | set(CPU_ENGINES)
+    method = params["method"]
+    if isinstance(method.type, click.Choice):
+        assert set(method.type.choices) == set(SOLVERS) | {"auto"}
+    else:  # free text checked against the registry: the help names every solver
+        assert all(name in method.help for name in SOLVERS), method.help
+
+
+def test_public_api_exports_every_returned_type_and_a_generator_function():
+    import webrank
+
+    g = webrank.generate_graph("scale-free", 200, seed=3)
+    assert isinstance(g, webrank.Graph) and g.n == 200
+    r = webrank.pagerank(g, tol=1e-8)
+    assert isinstance(r, webrank.PageRankResult)
+    pp = webrank.personalized_pagerank(g, [[0], [1, 2]], tol=1e-8)
+    assert isinstance(pp, webrank.PersonalizedPageRankResult)
+    assert isinstance(webrank.compare(r.scores, r.scores), webrank.RankComparison)
+    assert isinstance(webrank.ReadOptions(), webrank.ReadOptions)
+    for name in webrank.__all__:
+        assert getattr(webrank, name) is not None, name

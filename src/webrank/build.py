@@ -36,7 +36,7 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 
-__all__ = ["Chunked", "as_chunks", "build_csr", "graph_from_chunks", "id_bounds", "joined",
+__all__ = ["Chunked", "as_chunks", "build_csr", "csr_from_chunks", "id_bounds", "joined",
            "parallel_build_edges", "use_parallel_build"]
 
 #: edge counts from which the parallel build runs once its kernels are loaded; before,
@@ -94,9 +94,9 @@ def parallel_build_edges() -> int:
 
 def use_parallel_build(num_edges: int) -> bool:
     """Whether the parallel build pays for this many edges (and Numba is there)."""
-    from webrank.kernels.cpu import _jit
+    from webrank.kernels.cpu import numba_kernels
 
-    return num_edges >= parallel_build_edges() and _jit() is not None
+    return num_edges >= parallel_build_edges() and numba_kernels() is not None
 
 
 def as_chunks(col: Any, like: Chunked | None = None) -> Chunked:
@@ -274,7 +274,7 @@ def build_csr(
     return indptr, indices, weights, out_weight, node_ids
 
 
-def graph_from_chunks(
+def csr_from_chunks(
     src: Chunked,
     dst: Chunked,
     weight: Chunked | None,
@@ -285,11 +285,11 @@ def graph_from_chunks(
     duplicates: str,
     name: str | None,
 ) -> Any:
-    """:meth:`Graph.from_edges` of chunked int64 columns on all cores, or None where the
-    serial path must build it (no edges, a sparse id space, 2**31 nodes or more).
-    Arguments and errors as :meth:`Graph.from_edges`; weights already checked."""
-    from webrank.graph import Graph
-
+    """The arrays of :meth:`Graph.from_edges` of chunked int64 columns, built on all
+    cores: a dict of ``indptr``, ``indices``, ``out_weight``, ``weights`` and ``labels``
+    (the Graph's fields), or None where the serial path must build it (no edges, a
+    sparse id space, 2**31 nodes or more). Arguments and errors as
+    :meth:`Graph.from_edges`; weights already checked."""
     m = src.size
     if m == 0:
         return None
@@ -305,13 +305,13 @@ def graph_from_chunks(
             raise GraphFormatError(f"edge endpoint {hi} is out of range for {num_ids} labels",
                                    path=name)
     elif node_ids == "range":
-        from webrank.graph import _check_node_memory
+        from webrank.memory import check_node_memory
 
         num_ids = hi + 1 if num_nodes is None else int(num_nodes)
         if hi >= num_ids:
             raise GraphFormatError(f"node id {hi} is out of range for num_nodes={num_ids}",
                                    path=name)
-        _check_node_memory(num_ids, m, num_nodes is None, name)
+        check_node_memory(num_ids, m, num_nodes is None, name)
     else:
         if hi > 4 * m + 1024:
             return None  # sparse ids (hashes): the serial path sorts them
@@ -322,5 +322,5 @@ def graph_from_chunks(
         src, dst, weight, num_ids, appear=appear, duplicates=duplicates)
     if appear:
         node_labels = present
-    return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
-                 labels=node_labels, name=name)
+    return {"indptr": indptr, "indices": indices, "out_weight": out_weight,
+            "weights": weights, "labels": node_labels}

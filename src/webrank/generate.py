@@ -42,6 +42,7 @@ __all__ = [
     "KINDS",
     "erdos_renyi",
     "generate",
+    "generate_graph",
     "rmat",
     "scale_free",
     "watts_strogatz",
@@ -820,3 +821,27 @@ def generate(
     if name == "scale-free":
         return scale_free(n_or_scale, seed=seed, **params)
     return rmat(n_or_scale, seed=seed, **params)
+
+
+def generate_graph(kind: str, n_or_scale: int, *, seed: Any = None, **params: Any) -> Any:
+    """A random :class:`~webrank.graph.Graph` by kind name: :func:`generate`'s edges,
+    nodes ``0..n-1`` (isolated nodes kept).
+
+    Parameters are those of :func:`generate` (``kind`` "er", "ws", "scale-free" or
+    "rmat"; ``n_or_scale`` the node count, or log2 of it for R-MAT; ``seed``; the
+    generator's keywords).
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.generate_graph("scale-free", 1000, seed=1)
+    >>> g.n
+    1000
+    >>> r = webrank.pagerank(g, tol=1e-10)
+    """
+    from webrank.graph import Graph
+
+    src, dst, n = generate(kind, n_or_scale, seed=seed, **params)
+    if hasattr(src, "get"):  # CuPy columns (xp=cupy): the graph lives on the host
+        src, dst = src.get(), dst.get()
+    return Graph.from_edges(src, dst, node_ids="range", num_nodes=n)

@@ -40,7 +40,7 @@ Duplicates = Literal["collapse", "sum"]
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def _index_dtype(limit: int) -> np.dtype:
+def index_dtype(limit: int) -> np.dtype:
     """The smallest of int32/int64 that holds values up to ``limit``."""
     return np.dtype(np.int32) if limit <= _INT32_MAX else np.dtype(np.int64)
 
@@ -129,8 +129,8 @@ class Graph:
         # columns from a parallel reader come chunked (int64 ids; see webrank.build)
         chunked = isinstance(src, build.Chunked)
         if not chunked:
-            src = _as_id_array(src, "src", name)
-            dst = _as_id_array(dst, "dst", name)
+            src = as_id_array(src, "src", name)
+            dst = as_id_array(dst, "dst", name)
         if src.size != dst.size:
             raise GraphFormatError(
                 f"src and dst differ in length ({src.size} vs {dst.size})", path=name
@@ -146,12 +146,12 @@ class Graph:
             _check_weights(w, name)
         if src.size >= build.parallel_build_edges() and build.use_parallel_build(src.size):
             src = build.as_chunks(src)
-            g = build.graph_from_chunks(
+            arrays = build.csr_from_chunks(
                 src, build.as_chunks(dst, like=src),
                 None if w is None else build.as_chunks(w, like=src), num_nodes=num_nodes,
                 node_ids=node_ids, labels=labels, duplicates=duplicates, name=name)
-            if g is not None:
-                return g
+            if arrays is not None:
+                return cls(**arrays, name=name)
         src, dst, w = build.joined(src), build.joined(dst), build.joined(w)
         max_id = int(max(src.max(initial=-1), dst.max(initial=-1)))
 
@@ -169,7 +169,9 @@ class Graph:
                 raise GraphFormatError(
                     f"node id {max_id} is out of range for num_nodes={n}", path=name
                 )
-            _check_node_memory(n, src.size, num_nodes is None, name)
+            from webrank.memory import check_node_memory
+
+            check_node_memory(n, src.size, num_nodes is None, name)
         else:
             src, dst, node_labels, n = _compact_ids(src, dst, max_id)
 
@@ -299,7 +301,7 @@ class Graph:
     ) -> Graph:
         """Build the CSR from ids already in ``0..n-1``."""
         m = src.size
-        idx = _index_dtype(max(n, m))
+        idx = index_dtype(max(n, m))
         data = np.ones(m, dtype=np.int32) if w is None else w
         indptr, indices, data = _coo_to_csr(dst.astype(idx, copy=False),
                                             src.astype(idx, copy=False), data, n)
@@ -307,8 +309,8 @@ class Graph:
             # parallel weighted edges were summed: redo keeping the last weight
             src, dst, w = _keep_last_duplicate(src, dst, w, n)
             indptr, indices, data = _coo_to_csr(dst.astype(idx), src.astype(idx), w, n)
-        indptr = indptr.astype(_index_dtype(data.size), copy=False)
-        indices = indices.astype(_index_dtype(n), copy=False)
+        indptr = indptr.astype(index_dtype(data.size), copy=False)
+        indices = indices.astype(index_dtype(n), copy=False)
         weights = None if w is None else np.asarray(data, dtype=np.float64)
         if w is None and duplicates == "sum" and data.size and data.max() > 1:
             # parallel unweighted edges become one edge of weight = multiplicity
@@ -485,24 +487,6 @@ class Graph:
         return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
 
 
-#: bytes a node takes in a graph (row pointer, out-weight) and in a solve (the iterate,
-#: its successor, the gathered vector, teleport, dangling, 1/out-weight)
-NODE_BYTES = 16 + 48
-
-
-def _check_node_memory(n: int, m: int, from_ids: bool, name: str | None) -> None:
-    """Refuse a node count whose arrays cannot fit in memory, before allocating them."""
-    from webrank.memory import check_fits
-
-    if n <= 4 * m + (1 << 20):
-        return  # no larger than the edges' own arrays: nothing an input could blow up
-    cause = (f"the largest id ({n - 1:,}) makes {n:,} nodes (node_ids='range')" if from_ids
-             else f"{n:,} declared nodes")
-    hint = ("node_ids='appear' (CLI: --node-ids appear) keeps only the ids that occur"
-            if from_ids else f"is the declared size right? the file has {m:,} links")
-    check_fits(NODE_BYTES * n, f"{cause} for {m:,} links", hint, path=name)
-
-
 def _check_weights(w: Any, name: str | None) -> None:
     """Refuse a NaN, infinite or negative weight (``w``: an array or a Chunked)."""
     values = w if isinstance(w, np.ndarray) else w.concatenate()
@@ -520,7 +504,7 @@ def first_bad_weight(w: np.ndarray) -> int | None:
     return int(np.argmax(bad)) if bad.any() else None
 
 
-def _as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:
+def as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:
     """Validate node ids: 1-D, integer-valued, non-negative; returns int64."""
     arr = np.asarray(a)
     if arr.ndim != 1:

@@ -123,8 +123,8 @@ import scipy.sparse as sp
 from webrank.backends import device_name, make_operator, resolve_device
 from webrank.backends.frontier import frontier_available, run_frontier
 from webrank.errors import ConvergenceError, GraphFormatError
-from webrank.graph import Graph, _as_id_array, _index_dtype
-from webrank.ranking import _check_scalar_args, _distribution
+from webrank.graph import Graph, as_id_array, index_dtype
+from webrank.ranking import as_distribution, check_scalar_args
 from webrank.result import PageRankResult
 from webrank.solvers import in_epochs
 
@@ -177,7 +177,7 @@ def _node_index(graph: Graph, keys: np.ndarray, what: str) -> tuple[np.ndarray, 
     labels = graph.labels
     if labels is None or labels.dtype.kind in "iu":
         try:
-            keys = _as_id_array(keys, what, graph.name)
+            keys = as_id_array(keys, what, graph.name)
         except GraphFormatError:
             raise ValueError(f"{what}: this graph's nodes are integer ids; got "
                              f"{np.asarray(keys).ravel()[:3].tolist()}...") from None
@@ -241,8 +241,8 @@ def _splice_csr(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray | None, n
     new_indptr = np.zeros(n_new + 1, np.int64)
     np.cumsum(counts, out=new_indptr[1:])
     m = int(new_indptr[-1])
-    return (new_indptr.astype(_index_dtype(m), copy=False),
-            cols.astype(_index_dtype(n_new), copy=False), data)
+    return (new_indptr.astype(index_dtype(m), copy=False),
+            cols.astype(index_dtype(n_new), copy=False), data)
 
 
 def _out_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
@@ -254,8 +254,8 @@ def _out_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
         csc = sp.csr_array((ones, graph.indices, graph.indptr),
                            shape=(graph.n, graph.n)).tocsc()
         cached = graph._cache[_OUT_CSR] = (
-            csc.indptr.astype(_index_dtype(graph.num_edges), copy=False),
-            csc.indices.astype(_index_dtype(graph.n), copy=False))
+            csc.indptr.astype(index_dtype(graph.num_edges), copy=False),
+            csc.indices.astype(index_dtype(graph.n), copy=False))
     return cached
 
 
@@ -467,7 +467,7 @@ def update(
     tol = previous_result.tol if tol is None else tol
     criterion = previous_result.criterion if criterion is None else criterion
     dtype = previous_result.dtype
-    _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     if tol == 0:
         raise ValueError("tol must be a positive number for update (tol=0, until nothing "
                          "changes, is pagerank's)")
@@ -482,8 +482,8 @@ def update(
     t0 = time.perf_counter()
     edit = _resolve_edit(old, added_edges, removed_edges)
     new = edit.new_graph
-    v = _distribution(personalization, new, "personalization")
-    d = _distribution(dangling, new, "dangling")
+    v = as_distribution(personalization, new, "personalization")
+    d = as_distribution(dangling, new, "dangling")
     backend = resolve_device(device)
     t_edit = time.perf_counter() - t0
     if frontier == "auto":

@@ -9,7 +9,8 @@ import os
 
 from webrank.errors import HostMemoryError
 
-__all__ = ["available_bytes", "check_fits", "format_bytes", "meminfo"]
+__all__ = ["NODE_BYTES", "available_bytes", "check_fits", "check_node_memory", "format_bytes",
+           "meminfo"]
 
 
 def meminfo(field: str) -> int | None:
@@ -67,3 +68,19 @@ def check_fits(nbytes: int, what: str, hint: str = "", *, path: str | None = Non
     raise HostMemoryError(
         f"{where}{what}: {format_bytes(nbytes)} of memory needed, {format_bytes(free)} "
         "available" + (f"; {hint}" if hint else ""))
+
+
+#: bytes a node takes in a graph (row pointer, out-weight) and in a solve (the iterate,
+#: its successor, the gathered vector, teleport, dangling, 1/out-weight)
+NODE_BYTES = 16 + 48
+
+
+def check_node_memory(n: int, m: int, from_ids: bool, name: str | None) -> None:
+    """Refuse a node count whose arrays cannot fit in memory, before allocating them."""
+    if n <= 4 * m + (1 << 20):
+        return  # no larger than the edges' own arrays: nothing an input could blow up
+    cause = (f"the largest id ({n - 1:,}) makes {n:,} nodes (node_ids='range')" if from_ids
+             else f"{n:,} declared nodes")
+    hint = ("node_ids='appear' (CLI: --node-ids appear) keeps only the ids that occur"
+            if from_ids else f"is the declared size right? the file has {m:,} links")
+    check_fits(NODE_BYTES * n, f"{cause} for {m:,} links", hint, path=name)

@@ -53,15 +53,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends import device_name, resolve_device
-from webrank.backends.block import batch_width, make_block_operator
+from webrank.backends import device_name, make_block_operator, resolve_device
+from webrank.backends.block import batch_width
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.ranking import (
-    _check_scalar_args,
-    _distribution,
-    _dtype_name,
-    _prepare_graph,
+    as_distribution,
+    check_scalar_args,
+    dtype_name,
+    prepare_graph,
 )
 
 __all__ = ["PersonalizedConvergenceError", "PersonalizedPageRankResult",
@@ -362,7 +362,7 @@ def personalized_pagerank(
     >>> r = webrank.personalized_pagerank(g, [{1, 2}, {7}], top=10)  # doctest: +SKIP
     >>> r.top(0, 3)  # doctest: +SKIP
     """
-    _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     if tol == 0:
         raise ValueError("tol must be a positive number for personalized_pagerank (tol=0, "
                          "until nothing changes, is pagerank's)")
@@ -373,12 +373,12 @@ def personalized_pagerank(
                                    or not isinstance(batch_size, int | np.integer)
                                    or batch_size < 1):
         raise ValueError(f"batch_size must be a positive integer or None, not {batch_size!r}")
-    graph = _prepare_graph(graph, weight)
+    graph = prepare_graph(graph, weight)
     n = graph.n
     pers = personalization_matrix(graph, seeds)  # CSC n×k, columns normalised
     k = pers.shape[1]
-    shared_d = _distribution(dangling, graph, "dangling")
-    dtype = _dtype_name(dtype)
+    shared_d = as_distribution(dangling, graph, "dangling")
+    dtype = dtype_name(dtype)
     top = None if top is None else min(int(top), n)
     backend = resolve_device(device)
 

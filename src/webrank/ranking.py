@@ -134,7 +134,7 @@ def pagerank(
     .. [2] A. Langville, C. Meyer, "Deeper Inside PageRank", Internet Mathematics 1(3),
        2004 (dangling nodes and personalization).
     """
-    _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
+    check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     if tol == 0:
         if method == "auto":
             method = "power"
@@ -144,11 +144,11 @@ def pagerank(
                              f"{method!r}")
     solve = get_solver(method)
     _check_options(method, solve, options)
-    graph = _prepare_graph(graph, weight)
+    graph = prepare_graph(graph, weight)
     n = graph.n
-    v = _distribution(personalization, graph, "personalization")
-    d = _distribution(dangling, graph, "dangling")
-    x0 = _distribution(nstart, graph, "nstart")
+    v = as_distribution(personalization, graph, "personalization")
+    d = as_distribution(dangling, graph, "dangling")
+    x0 = as_distribution(nstart, graph, "nstart")
 
     gpus = _check_gpus(options.pop("gpus", None), device, method, options)
     backend = _solver_device(method, solve, device)
@@ -195,7 +195,7 @@ def pagerank(
         residuals=np.asarray(out.residuals, dtype=np.float64),
         elapsed=t2 - t1,
         device=backend,
-        dtype=_dtype_name(dtype),
+        dtype=dtype_name(dtype),
         method=out.info.get("method", method),
         criterion=criterion,
         tol=tol,
@@ -285,7 +285,7 @@ def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     return picked
 
 
-def _prepare_graph(graph: Any, weight: bool) -> Graph:
+def prepare_graph(graph: Any, weight: bool) -> Graph:
     """The Graph to rank: loaded when given a path, without weights when ``weight`` is
     False; ValueError for a graph without nodes."""
     if not isinstance(graph, Graph):
@@ -299,7 +299,7 @@ def _prepare_graph(graph: Any, weight: bool) -> Graph:
     return graph
 
 
-def _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:
+def check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:
     """Every scalar argument, checked before any work (ValueError saying what is allowed)."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating):
         raise ValueError(f"alpha must be a number in [0, 1), not {alpha!r}")
@@ -315,13 +315,13 @@ def _check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:
         raise ValueError(f"max_iter must be a non-negative integer, not {max_iter!r}")
     if criterion not in CRITERIA:
         raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}; not {criterion!r}")
-    if _dtype_name(dtype) not in DTYPES:
+    if dtype_name(dtype) not in DTYPES:
         raise ValueError(f"dtype must be 'float32' or 'float64', not {dtype!r}")
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}; not {device!r}")
 
 
-def _dtype_name(dtype: Any) -> str | None:
+def dtype_name(dtype: Any) -> str | None:
     """'float32'/'float64' for anything NumPy reads as one of them, else None."""
     if dtype is None:
         return None
@@ -331,7 +331,7 @@ def _dtype_name(dtype: Any) -> str | None:
         return None
 
 
-def _distribution(spec: Any, graph: Graph, what: str) -> np.ndarray | None:
+def as_distribution(spec: Any, graph: Graph, what: str) -> np.ndarray | None:
     """A normalised float64 vector from an array or a {label: weight} mapping."""
     if spec is None:
         return None

@@ -12,18 +12,29 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import CRITERIA, PageRankOperator, StepsResult
+from webrank.backends.base import (
+    CPU_ENGINES,
+    CRITERIA,
+    GPU_ENGINES,
+    PART_ENGINES,
+    PageRankOperator,
+    StepsResult,
+)
 from webrank.errors import DeviceUnavailableError
 from webrank.graph import Graph
 
 __all__ = [
+    "CPU_ENGINES",
     "CRITERIA",
     "DEVICES",
+    "GPU_ENGINES",
+    "PART_ENGINES",
     "PageRankOperator",
     "StepsResult",
     "device_name",
     "gpu_available",
     "gpu_name",
+    "make_block_operator",
     "make_operator",
     "resolve_device",
 ]
@@ -130,3 +141,18 @@ def make_operator(
     from webrank.backends.cpu import CPUOperator
 
     return CPUOperator(graph, alpha, personalization, dangling, dtype, **options)
+
+
+def make_block_operator(graph: Graph, backend: str, dtype: str, alpha: float,
+                        shared_d: np.ndarray | None) -> Any:
+    """The operator of a block of k personalized vectors on ``backend`` ("cpu" or
+    "gpu"): the GPU's fused CUDA step (:mod:`webrank.backends.gpu_block`), the CPU's
+    Numba step, or without Numba SciPy's SpMM and NumPy (:mod:`webrank.backends.block`).
+    """
+    if backend == "gpu":
+        from webrank.backends.gpu_block import gpu_block_operator
+
+        return gpu_block_operator(graph, dtype, alpha, shared_d)
+    from webrank.backends.block import cpu_block_operator
+
+    return cpu_block_operator(graph, dtype, alpha, shared_d)

@@ -31,6 +31,13 @@ from webrank.graph import Graph
 CRITERIA = ("l1", "l2", "linf")
 
 
+#: the power steps each device offers (``engine=``): the one list the backends validate
+#: against and the CLI's ``--engine`` offers
+CPU_ENGINES = ("auto", "pull", "blocked")
+GPU_ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
+#: the steps of the parts of a partitioned run (one part per rank or GPU)
+PART_ENGINES = ("auto", "pull", "blocked")
+
 def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
                 scale: float = 1.0) -> int | None:
     """Scan a batch of step residuals read back from a device.

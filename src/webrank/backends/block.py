@@ -14,7 +14,8 @@ a block operator owns the block's device arrays and runs its steps (see
 * :class:`~webrank.backends.gpu_block.GPUBlockOperator`: the fused CUDA step
   (:mod:`webrank.kernels.cuda_ppr`).
 
-:func:`make_block_operator` picks one; :func:`batch_width` sizes the batches.
+:func:`webrank.backends.make_block_operator` picks one; :func:`batch_width` sizes the
+batches.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from webrank.kernels import cpu as kernels
 from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
 
 __all__ = ["ArrayBlockOperator", "Block", "BlockOperator", "CPUBlockOperator",
-           "batch_width", "make_block_operator"]
+           "batch_width", "cpu_block_operator"]
 
 # CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
 CPU_BATCH_BYTES = 2 * 2**30
@@ -253,14 +254,11 @@ class ArrayBlockOperator(BlockOperator):
         return stats[0]
 
 
-def make_block_operator(graph: Graph, backend: str, dtype: str, alpha: float,
-                        shared_d: np.ndarray | None) -> BlockOperator:
-    """The block operator of ``graph`` on ``backend`` ("cpu" or "gpu"): the GPU's fused
-    CUDA step, the CPU's Numba step, or (without Numba) SciPy's SpMM and NumPy."""
-    if backend == "gpu":
-        from webrank.backends.gpu_block import gpu_block_operator
-
-        return gpu_block_operator(graph, dtype, alpha, shared_d)
+def cpu_block_operator(graph: Graph, dtype: str, alpha: float,
+                       shared_d: np.ndarray | None) -> BlockOperator:
+    """The block operator of ``graph`` on the CPU: the Numba step, or (without Numba)
+    SciPy's SpMM and NumPy. (The GPU's: :func:`webrank.backends.gpu_block.
+    gpu_block_operator`; both behind :func:`webrank.backends.make_block_operator`.)"""
     if kernels.HAVE_NUMBA if USE_NUMBA is None else USE_NUMBA:
         return CPUBlockOperator(graph, dtype, alpha, shared_d)
     vals = graph.transition_values()

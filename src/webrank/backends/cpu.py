@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import PageRankOperator, StepsResult
+from webrank.backends.base import CPU_ENGINES, PageRankOperator, StepsResult
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 
@@ -31,7 +31,6 @@ from webrank.kernels import cpu as kernels
 #: ``benchmarks/cpu_engines.py`` on 2 cores: the layout costs about 10-15 pull steps to
 #: build and saves a fifth to a third of each step on the shared web graphs.
 BLOCKED_MIN_STEPS = 40
-CPU_ENGINES = ("auto", "pull", "blocked")
 
 
 class CPUOperator(PageRankOperator):
@@ -89,7 +88,7 @@ class CPUOperator(PageRankOperator):
         self._partial = np.zeros((self._bounds.size, 3))
         self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
         numba = (kernels.use_numba(graph.num_edges) if engine == "auto"
-                 else kernels._jit() is not None)
+                 else kernels.numba_kernels() is not None)
         self.kernel = "numba" if numba else "scipy"
         self.engine = engine
         self.info["kernel"] = self.kernel

@@ -19,7 +19,7 @@ from webrank.kernels import cuda as kernels
 from webrank.kernels.cpu import Q63_ULP, kernel_criterion
 from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
 
-_BLOCK = 256
+BLOCK = 256
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
@@ -32,7 +32,7 @@ PULL_OPTIONS = ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder")
 REORDER_MIN_EDGES = 2**23
 
 
-def _heavy_segments(indptr: np.ndarray, threshold: int,
+def heavy_segments(indptr: np.ndarray, threshold: int,
                     head: int | None = None) -> dict[str, Any]:
     """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces
     (``seg_row``/``begin``/``end``), their count, and the mean in-degree of the others.
@@ -47,9 +47,9 @@ def _heavy_segments(indptr: np.ndarray, threshold: int,
     light_mean = float(light.mean()) if light.size else 1.0
     rows_dev = xp.flatnonzero(heavy)
     # the heavy rows are few (thousands): cut them on the host
-    rows = _host(rows_dev).astype(np.int64)
-    row_begin = _host(indptr[rows_dev]).astype(np.int64)
-    row_deg = _host(deg[rows_dev]).astype(np.int64)
+    rows = host_array(rows_dev).astype(np.int64)
+    row_begin = host_array(indptr[rows_dev]).astype(np.int64)
+    row_deg = host_array(deg[rows_dev]).astype(np.int64)
     covered = row_deg if head is None else np.minimum(row_deg, head)
     nseg = -(-covered // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
@@ -71,11 +71,11 @@ def _array_module(a: Any) -> Any:
     return np
 
 
-def _host(a: Any) -> np.ndarray:
+def host_array(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
-def _on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
+def on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
     """``build()`` uploaded once per device and ``key``, kept in the Graph's cache.
 
     Raises DeviceMemoryError (what is needed, what is free) instead of letting CUDA run
@@ -94,7 +94,7 @@ def _on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
     return cached
 
 
-def _gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
+def gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
     """``(pos, gather_indices)``: node j's slot in the gathered vector and the in-link
     indices relabelled to those slots. ``"out-degree"``: slots by decreasing out-degree
     (ties by id), so the most-read entries share cache lines and stay in L2."""
@@ -107,7 +107,7 @@ def _gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
     return pos, pos[indices]
 
 
-def _upload_csr(graph: Graph) -> dict[str, Any]:
+def upload_csr(graph: Graph) -> dict[str, Any]:
     """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs)."""
     import cupy as cp
 
@@ -192,11 +192,11 @@ class GPUOperator(PageRankOperator):
         # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
         work = n * (8 * 6 + 2 * self.dtype.itemsize)
         csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
-        self._g = _on_device(graph, ("csr",), csr_bytes + 17 * n + work,
-                             lambda: _upload_csr(graph))
+        self._g = on_device(graph, ("csr",), csr_bytes + 17 * n + work,
+                             lambda: upload_csr(graph))
         tv = graph.transition_values()
         self._weighted = tv is not None
-        self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else _on_device(
+        self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else on_device(
             graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
             lambda: cp.asarray(tv.astype(self.dtype)))
         self._inv_out = self._g["inv_out"]
@@ -226,11 +226,11 @@ class GPUOperator(PageRankOperator):
         if gpu_links is not None:
             # every row that is cut must go through the per-row sums
             self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
-        self._heavy = _on_device(
+        self._heavy = on_device(
             graph, ("heavy", self.heavy_threshold, gpu_links),
             24 * graph.num_edges // HEAVY_SEGMENT,
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
-                     for k, v in _heavy_segments(graph.indptr, self.heavy_threshold,
+                     for k, v in heavy_segments(graph.indptr, self.heavy_threshold,
                                                  gpu_links).items()})
         if reorder == "auto":
             reorder = "out-degree" if graph.num_edges >= REORDER_MIN_EDGES else None
@@ -239,9 +239,9 @@ class GPUOperator(PageRankOperator):
             self._gather_indices = self._g["indices"]
             self._xs_pos = cp.zeros(1, dtype=self._gather_indices.dtype)
         else:
-            self._xs_pos, self._gather_indices = _on_device(
+            self._xs_pos, self._gather_indices = on_device(
                 graph, ("reorder", reorder), 4 * graph.num_edges + 4 * n,
-                lambda: _gather_order(self._g["indices"], n, reorder))
+                lambda: gather_order(self._g["indices"], n, reorder))
         self._n_heavy = self._heavy["n_heavy"]
         self._nseg = int(self._heavy["seg_row"].size)
         if lanes_per_row is None:
@@ -256,7 +256,7 @@ class GPUOperator(PageRankOperator):
             self._group,
         )
         sms = self._sms
-        rows_per_block = _BLOCK // self._group
+        rows_per_block = BLOCK // self._group
         self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
         # per-row sums of the split rows (zero again after each step reads them)
         self._heavy_sum = cp.zeros(n if self._n_heavy else 1, dtype=np.float64)
@@ -264,7 +264,7 @@ class GPUOperator(PageRankOperator):
             self._heavy_kernel = kernels.get_kernel(
                 graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
                 None)
-            self._heavy_grid = int(min(-(-self._nseg // (_BLOCK // 32)), sms * 16))
+            self._heavy_grid = int(min(-(-self._nseg // (BLOCK // 32)), sms * 16))
         # rows above this many in-links take the heavy path (none: no row does)
         self._threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
         self._pull_ready = True
@@ -341,7 +341,7 @@ class GPUOperator(PageRankOperator):
         h = self._heavy
         if self._n_heavy:
             self._heavy_kernel(
-                (self._heavy_grid,), (_BLOCK,),
+                (self._heavy_grid,), (BLOCK,),
                 (np.int64(self._nseg), h["seg_row"], h["begin"], h["end"],
                  self._gather_indices, self._vals, xs_in, self._heavy_sum, row_in,
                  np.float64(self._tol_cmp),
@@ -353,7 +353,7 @@ class GPUOperator(PageRankOperator):
         """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
         g = self._g
         self._kernel(
-            (self._grid,), (_BLOCK,),
+            (self._grid,), (BLOCK,),
             (np.int64(self.n), g["indptr"], self._gather_indices, self._vals, xs_in, x_in,
              self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
              self._inv_out, np.float64(self.alpha), np.float64(1.0 / self.n), row_in,
@@ -458,7 +458,7 @@ class GPUOperator(PageRankOperator):
             acc[0, 1] = x_cur[g["dangling"]].sum()
             light_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, self._group)
             block_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, None)
-            light_grid = int(min(max(1, -(-n_light // (_BLOCK // self._group))), sms * 16))
+            light_grid = int(min(max(1, -(-n_light // (BLOCK // self._group))), sms * 16))
             heavy_grid = int(min(max(1, n_heavy), sms * 8))
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
             for s in range(1, steps + 1):
@@ -472,7 +472,7 @@ class GPUOperator(PageRankOperator):
                     block_kernel((heavy_grid,), (cuda_adaptive.BLOCK,),
                                  (np.int64(n_heavy), heavy_rows, *common))
                 if n_light:
-                    light_kernel((light_grid,), (_BLOCK,),
+                    light_kernel((light_grid,), (BLOCK,),
                                  (np.int64(n_light), light_rows, *common))
             res = cp.asnumpy(acc[1:, 0])  # the one sync of the call
         below = np.flatnonzero(res < tol_cmp)
@@ -496,11 +496,11 @@ class GPUOperator(PageRankOperator):
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         weighted = int(edge_vals.size) > 0
         # the whole of every heavy row (the hybrid method's operator cuts them short)
-        heavy = _on_device(
+        heavy = on_device(
             self.graph, ("heavy", self.heavy_threshold, None),
             24 * self.graph.num_edges // HEAVY_SEGMENT,
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
-                     for k, v in _heavy_segments(self.graph.indptr, self.heavy_threshold,
+                     for k, v in heavy_segments(self.graph.indptr, self.heavy_threshold,
                                                  None).items()})
         n_heavy, nseg = heavy["n_heavy"], int(heavy["seg_row"].size)
         threshold = self.heavy_threshold if n_heavy else np.iinfo(np.int64).max
@@ -515,11 +515,11 @@ class GPUOperator(PageRankOperator):
             xs_cur = cp.empty_like(x_cur)
             xs_new = cp.empty_like(x_cur)
             cuda_fixed.get_kernel("scale", ip, ix, weighted, product)(
-                (self._grid,), (_BLOCK,), (np.int64(n), x_cur, node_scale, xs_cur))
+                (self._grid,), (BLOCK,), (np.int64(n), x_cur, node_scale, xs_cur))
             heavy_sum = cp.zeros(n if n_heavy else 1, dtype=np.uint64)
             if n_heavy:
                 heavy_kernel = cuda_fixed.get_kernel("heavy", ip, ix, weighted, product)
-                heavy_grid = int(min(-(-nseg // (_BLOCK // 32)), sms * 16))
+                heavy_grid = int(min(-(-nseg // (BLOCK // 32)), sms * 16))
             # entry s: residual (ulps) of step s and the dangling mass of x_s (Q1.63)
             res_hist = cp.zeros(max_steps + 1, dtype=np.float64)
             res_hist[0] = np.inf
@@ -533,13 +533,13 @@ class GPUOperator(PageRankOperator):
                     (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
                     if n_heavy:
                         heavy_kernel(
-                            (heavy_grid,), (_BLOCK,),
+                            (heavy_grid,), (BLOCK,),
                             (np.int64(nseg), heavy["seg_row"], heavy["begin"], heavy["end"],
                              g["indices"], vals, xs_in, x_in, heavy_sum,
                              res_hist[s - 1 : s], np.float64(tol_cmp), mask,
                              np.int32(patience)))
                     step_kernel(
-                        (self._grid,), (_BLOCK,),
+                        (self._grid,), (BLOCK,),
                         (np.int64(n), g["indptr"], g["indices"], vals, xs_in, x_in,
                          node_scale, tele, np.int32(int(tele.size) == 1), dist_k,
                          np.int32(int(dist.size) == 0), np.uint64(alpha_q),
@@ -587,7 +587,7 @@ class PersistentGPUOperator(GPUOperator):
                                          self.dtype.name, self._weighted, self._group,
                                          solve=True)
         per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            self._solve.kernel.ptr, _BLOCK, 0)
+            self._solve.kernel.ptr, BLOCK, 0)
         # fewer blocks than fit: a grid-wide barrier costs about one atomic per block
         self._solve_grid = int(max(1, min(per_sm, PERSISTENT_BLOCKS_PER_SM)) * self._sms)
         self.info["persistent_grid"] = self._solve_grid
@@ -614,7 +614,7 @@ class PersistentGPUOperator(GPUOperator):
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
                 self._solve(
-                    (self._solve_grid,), (_BLOCK,),
+                    (self._solve_grid,), (BLOCK,),
                     (np.int64(self.n), self._g["indptr"], self._gather_indices, self._vals,
                      xa, xb, xsa, xsb, self._v, self._d, np.int32(self.uniform_v),
                      np.int32(self.uniform_d), self._inv_out, np.float64(self.alpha),

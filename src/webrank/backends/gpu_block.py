@@ -24,7 +24,7 @@ class GPUBlockOperator(BlockOperator):
     def __init__(self, graph, dtype, alpha, shared_d, csr, vals) -> None:
         import cupy as cp
 
-        from webrank.backends.gpu import _host
+        from webrank.backends.gpu import host_array
         from webrank.kernels import cuda_ppr
 
         super().__init__(graph, cp, dtype, alpha, shared_d, "C")
@@ -33,7 +33,7 @@ class GPUBlockOperator(BlockOperator):
         self.inv_out = csr["inv_out"]
         self.dangling_idx = cp.flatnonzero(csr["dangling"])
         self._cuda = cuda_ppr
-        indptr = _host(graph.indptr).astype(np.int64)
+        indptr = host_array(graph.indptr).astype(np.int64)
         self._ip = graph.indptr.dtype
         self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
         self._scratch = None
@@ -115,13 +115,13 @@ def gpu_block_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
     """The fused block step on the device CSR of the GPU backend's per-graph cache."""
     import cupy as cp
 
-    from webrank.backends.gpu import _on_device, _upload_csr
+    from webrank.backends.gpu import on_device, upload_csr
 
     n, m = graph.n, graph.num_edges
     isz = np.dtype(dtype).itemsize
     csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
-    g = _on_device(graph, ("csr",), csr_bytes + 17 * n, lambda: _upload_csr(graph))
+    g = on_device(graph, ("csr",), csr_bytes + 17 * n, lambda: upload_csr(graph))
     tv = graph.transition_values()
-    vals = None if tv is None else _on_device(  # the same key as GPUOperator's
+    vals = None if tv is None else on_device(  # the same key as GPUOperator's
         graph, ("vals", np.dtype(dtype).name), m * isz, lambda: cp.asarray(tv.astype(dtype)))
     return GPUBlockOperator(graph, dtype, alpha, shared_d, g, vals)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from webrank.backends.base import StepsResult
-from webrank.backends.gpu import GPUOperator, _on_device
+from webrank.backends.gpu import GPUOperator, on_device
 from webrank.blocking import (
     MAX_LOCAL,
     BlockedLayout,
@@ -245,7 +245,7 @@ class BlockedGPUOperator(GPUOperator):
             table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
             return {"layout": layout, "part_blocks": table}
 
-        cached = _on_device(graph, key, need, build)
+        cached = on_device(graph, key, need, build)
         self._layout = cached["layout"]
         self._blocked = BlockedStep(self._layout, cached["part_blocks"], self.n, self.dtype,
                                     weighted, self._sms)

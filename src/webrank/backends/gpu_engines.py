@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.backends.base import GPU_ENGINES
 from webrank.backends.gpu import PULL_OPTIONS, GPUOperator, PersistentGPUOperator
 from webrank.backends.gpu_blocked import (
     BLOCKED_OPTIONS,
@@ -35,7 +36,7 @@ from webrank.backends.gpu_stream import STREAM_OPTIONS, StreamedGPUOperator
 
 __all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
 
-ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
+ENGINES = GPU_ENGINES
 _CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
             "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator}
 #: options every engine takes (the persistent engine ignores the CUDA-graph ones)

@@ -67,7 +67,7 @@ class StreamedGPUOperator(PageRankOperator):
         import cupy as cp
         import cupyx
 
-        from webrank.backends.gpu import _BLOCK, HEAVY_THRESHOLD, _heavy_segments
+        from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
         from webrank.kernels import cuda
 
         if graph.on_gpu:
@@ -124,7 +124,7 @@ class StreamedGPUOperator(PageRankOperator):
             self._ptr_at[len(self._chunk_heavy)] = pos
             self._h_indptr[pos:pos + local.size] = local
             pos += local.size
-            heavy = _heavy_segments(local, HEAVY_THRESHOLD)
+            heavy = heavy_segments(local, HEAVY_THRESHOLD)
             self._chunk_heavy.append({
                 "nseg": int(heavy["seg_row"].size),
                 "seg_row": cp.asarray(heavy["seg_row"]), "begin": cp.asarray(heavy["begin"]),
@@ -157,8 +157,8 @@ class StreamedGPUOperator(PageRankOperator):
         self._heavy_kernel = cuda.get_kernel("int32", ix, self.dtype.name, self._weighted,
                                              None)
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        self._grid = int(min(max(1, -(-rows_max // (_BLOCK // group))), sms * 16))
-        self._block = _BLOCK
+        self._grid = int(min(max(1, -(-rows_max // (BLOCK // group))), sms * 16))
+        self._block = BLOCK
         self._compute = cp.cuda.Stream(non_blocking=True)
         self._copy = cp.cuda.Stream(non_blocking=True)
         self._no_chunk = cp.zeros(1, dtype=np.uint64)

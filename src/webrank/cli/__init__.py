@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from webrank.backends.base import CPU_ENGINES, GPU_ENGINES
 from webrank.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -89,12 +90,14 @@ def _rank_options(f):
                      show_default=True, help="auto = the GPU when CuPy sees one."),
         click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
                      show_default=True, help="Precision of the vector gathered along edges."),
-        click.option("--engine", type=click.Choice(["auto", "pull", "blocked", "persistent"]),
+        click.option("--engine", type=click.Choice(list(dict.fromkeys(
+                         (*GPU_ENGINES, *CPU_ENGINES)))),
                      default="auto", show_default=True,
                      help="The power step. GPU: auto picks persistent (graphs in L2), "
-                          "blocked (propagation blocking) or pull (the fused CSR kernel). "
-                          "CPU: pull, or blocked (cache-sized partitions; auto for long "
-                          "solves)."),
+                          "blocked (propagation blocking) or pull (the fused CSR kernel); "
+                          "stream copies row chunks from host memory (graphs larger than "
+                          "the GPU's memory). CPU: pull, or blocked "
+                          "(cache-sized partitions; auto for long solves)."),
         click.option("--method", default="auto", show_default=True,
                      help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
                           "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),

@@ -55,7 +55,7 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
     (``labels.npy``, or ``labels.parquet`` for strings) for the ranks' outputs.
     """
     from webrank.distributed.partition import split_graph
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     if isinstance(parts, bool) or int(parts) < 1:
         raise ValueError(f"shards must be a positive integer, not {parts!r}")
@@ -89,7 +89,7 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
 
 
 def _write_labels(labels: np.ndarray, directory: Path) -> str:
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     if labels.dtype.kind in "iu":
         with atomic_write(directory / "labels.npy") as f:
@@ -377,7 +377,7 @@ def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     directory = Path(directory)
     if comm.rank == 0:

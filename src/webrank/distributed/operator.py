@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import PageRankOperator, StepsResult, first_below
+from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult, first_below
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
 from webrank.kernels.cpu import kernel_criterion
@@ -90,7 +90,7 @@ class _DevicePart:
                  engine: str = "auto") -> None:
         import cupy as cp
 
-        from webrank.backends.gpu import _BLOCK, HEAVY_THRESHOLD, _heavy_segments
+        from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
         from webrank.kernels import cuda
 
         self.part, self.device, self.stream = part, int(device), stream
@@ -109,7 +109,7 @@ class _DevicePart:
             self.inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
             self.dangling_f = (ow == 0).astype(np.float64)
             del ow
-            heavy = _heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device
+            heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device
             self.nseg = int(heavy["seg_row"].size)
             self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
             self.threshold = HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max
@@ -119,9 +119,9 @@ class _DevicePart:
             self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
             sms = cp.cuda.Device().attributes["MultiProcessorCount"]
             rows = max(self.r1 - self.r0, 1)
-            self.grid = int(min(max(1, -(-rows // (_BLOCK // group))), sms * 16))
-            self.heavy_grid = int(min(max(1, -(-self.nseg // (_BLOCK // 32))), sms * 16))
-            self.block = _BLOCK
+            self.grid = int(min(max(1, -(-rows // (BLOCK // group))), sms * 16))
+            self.heavy_grid = int(min(max(1, -(-self.nseg // (BLOCK // 32))), sms * 16))
+            self.block = BLOCK
             self.heavy_sum = cp.zeros(rows, dtype=np.float64)
             self.no_chunk = cp.zeros(1, dtype=np.uint64)  # step counting is the host's
             self.xs_pos = cp.zeros(1, dtype=self.indices.dtype)
@@ -206,9 +206,9 @@ class PartitionedOperator(PageRankOperator):
         self._d = self._v if dangling is None else np.asarray(dangling, dtype=np.float64)
         self.parts = parts
         self.devices = None if devices is None else [int(d) for d in devices]
-        if engine not in ("auto", "pull", "blocked"):
-            raise ValueError(f"engine must be 'auto', 'pull' or 'blocked' for the parts of "
-                             f"a partitioned run, not {engine!r}")
+        if engine not in PART_ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(PART_ENGINES)} for the parts "
+                             f"of a partitioned run, not {engine!r}")
         if self.devices is None:
             if engine != "auto":
                 raise ValueError(f"engine={engine!r} is a GPU option; CPU parts run the "

@@ -20,7 +20,7 @@ The options every reader shares (``labels``, ``delimiter``, ``header``, ``weight
 as ``options=`` or, as before, as keywords (``load(path, labels="string")``); its
 docstring documents them, each reader's says which apply to its format.
 
-Every output file is written atomically (:func:`webrank.io._atomic.atomic_write`).
+Every output file is written atomically (:func:`webrank.io.atomic.atomic_write`).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from typing import Any
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import check_input, strip_compression
 from webrank.io.adjacency import read_adjacency, write_adjacency
 from webrank.io.edgelist import read_edgelist, write_edgelist
 from webrank.io.mtx import read_mtx, write_mtx
 from webrank.io.native import read_native, save_graph
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.parquet import read_parquet, write_parquet
+from webrank.io.sources import check_input, strip_compression
 
 __all__ = [
     "FORMATS",

@@ -24,8 +24,8 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import open_binary
 from webrank.io.options import ReadOptions, reader_options
+from webrank.io.sources import open_binary
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
@@ -194,7 +194,7 @@ def write_adjacency(graph: Graph, path: str | os.PathLike[str]) -> None:
     path : str or os.PathLike
         Output file, plain text whatever its suffix.
     """
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     lab = graph.node_labels()
     deg = graph.in_degree

@@ -32,7 +32,7 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
     ``.csv`` / ``.tsv`` / ``.txt``: a header line of the names, then one line per row;
     ``.parquet``: the columns; ``.json``: ``summary`` plus each column as a list. The
     file appears complete at its name or not at all
-    (:func:`~webrank.io._atomic.atomic_write`).
+    (:func:`~webrank.io.atomic.atomic_write`).
 
     Raises
     ------
@@ -41,7 +41,7 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
     """
     import pyarrow as pa
 
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext == ".json":

@@ -46,8 +46,8 @@ from webrank.build import Chunked, as_chunks, id_bounds
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
-from webrank.io._open import Progress, line_text, open_binary, plain_size
 from webrank.io.options import ReadOptions, reader_options
+from webrank.io.sources import Progress, line_text, open_binary, plain_size
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
 
@@ -167,7 +167,7 @@ def write_edgelist(
     Nodes are written as their original ids/labels (:meth:`Graph.node_labels`); edges
     sorted by source, then target; weights (if any) with the shortest text that reads
     back as the same float64. A ``.gz``/``.bz2`` suffix compresses the file. The file
-    is written atomically (:func:`~webrank.io._atomic.atomic_write`).
+    is written atomically (:func:`~webrank.io.atomic.atomic_write`).
 
     Isolated nodes (no edge) cannot be represented in an edge list and are not written.
 
@@ -191,8 +191,8 @@ def write_edgelist(
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from webrank.io._atomic import atomic_write
-    from webrank.io._open import compression_of
+    from webrank.io.atomic import atomic_write
+    from webrank.io.sources import compression_of
 
     src, dst, w = graph.edges()
     order = np.lexsort((dst, src))

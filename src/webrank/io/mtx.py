@@ -21,8 +21,8 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph, first_bad_weight
-from webrank.io._open import line_text, open_binary
 from webrank.io.options import ReadOptions, reader_options
+from webrank.io.sources import line_text, open_binary
 
 __all__ = ["read_mtx", "write_mtx"]
 
@@ -141,7 +141,7 @@ def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
     import scipy.io
     import scipy.sparse as sp
 
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     src, dst, w = graph.edges()
     data = np.ones(src.size) if w is None else w

@@ -28,8 +28,8 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph, first_bad_weight
-from webrank.io._open import check_input
 from webrank.io.options import ReadOptions, reader_options
+from webrank.io.sources import check_input
 
 __all__ = ["FORMAT_MARKER", "FORMAT_VERSION", "read_native", "save_graph"]
 
@@ -44,7 +44,7 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
 
     :func:`webrank.load` reads it back (``format="webrank"``, or a ``.npz`` suffix)
     without parsing or rebuilding anything. The file is written atomically
-    (:func:`~webrank.io._atomic.atomic_write`); ``path`` is used as given (no suffix is
+    (:func:`~webrank.io.atomic.atomic_write`); ``path`` is used as given (no suffix is
     added).
 
     Parameters
@@ -60,7 +60,7 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
         The labels are neither numbers nor strings (they could not be stored without
         pickling).
     """
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     arrays: dict[str, np.ndarray] = {
         _MARKER_KEY: np.array(FORMAT_MARKER),

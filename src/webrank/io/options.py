@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from webrank.graph import Duplicates, Graph, NodeIds
-from webrank.io._open import Progress
+from webrank.io.sources import Progress
 
 __all__ = ["ReadOptions", "reader_options"]
 

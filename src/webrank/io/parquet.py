@@ -16,9 +16,9 @@ from typing import Any
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io._open import check_input, compression_of
 from webrank.io.frames import graph_from_arrow, require_columns
 from webrank.io.options import ReadOptions, reader_options
+from webrank.io.sources import check_input, compression_of
 
 __all__ = ["read_parquet", "write_parquet"]
 
@@ -113,7 +113,7 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from webrank.io._atomic import atomic_write
+    from webrank.io.atomic import atomic_write
 
     src, dst, w = graph.edges()
     lab = graph.labels

@@ -89,7 +89,7 @@ def _numba() -> ModuleType | None:
 
 
 @functools.cache
-def _jit() -> ModuleType | None:
+def numba_kernels() -> ModuleType | None:
     """:mod:`webrank.kernels.cpu_numba`, or None without Numba."""
     if _numba() is None:  # pragma: no cover - numba is a dependency
         return None
@@ -142,7 +142,7 @@ def use_numba(num_edges: int) -> bool:
         True from :data:`SMALL_GRAPH_EDGES` edges on (default 150,000), where Numba can
         be imported (then it is imported: ~0.25 s the first time).
     """
-    return num_edges >= SMALL_GRAPH_EDGES and _jit() is not None
+    return num_edges >= SMALL_GRAPH_EDGES and numba_kernels() is not None
 
 
 # -- telling users that a kernel compiles ------------------------------------------------
@@ -257,7 +257,7 @@ def fused_step(
     Runs the parallel Numba kernel over the row chunks ``bounds`` (per-chunk sums in
     ``partial``, ``bounds.size - 1`` rows of 3); without Numba, :func:`scipy_step`.
     """
-    jit = _jit()
+    jit = numba_kernels()
     if jit is None:  # pragma: no cover - only without numba
         return scipy_step(in_link_matrix(indptr, indices, vals, xs.size),
                           np.flatnonzero(inv_out == 0), xs, x, v, d, inv_out, alpha, dm,
@@ -353,7 +353,7 @@ def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
     """
     from webrank.blocking import MAX_LOCAL, plan_blocks
 
-    jit = _jit()
+    jit = numba_kernels()
     if jit is None:  # pragma: no cover - numba is a dependency
         raise RuntimeError("the blocked CPU step needs Numba")
     rows = int(part_rows or BLOCKED_PART_ROWS)
@@ -382,7 +382,7 @@ def blocked_step(layout: CPUBlockedLayout, xs: np.ndarray, x: np.ndarray, v: np.
     """:func:`fused_step` through a :class:`CPUBlockedLayout` (same arguments and
     returns; ``partial`` needs a row per partition). A row's sum adds its links in
     source order (the pull step in two interleaved sums): the two agree to rounding."""
-    jit = _jit()
+    jit = numba_kernels()
     L = layout
     jit.blocked_step(L.part_ptr, L.edge_ptr, L.pair_ptr, L.pair_src, L.pair_len,
                      L.dst_local, L.vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
@@ -515,7 +515,7 @@ def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
     Parts of CSR rows summed in parallel, without the GIL (the hybrid method runs this
     while the GPU works). ``vals`` is empty for unweighted graphs. Returns ``out``.
     """
-    jit = _jit()
+    jit = numba_kernels()
     if jit is not None:
         jit.row_range_sums(begin, end, indices, vals, xs, out)
         return out

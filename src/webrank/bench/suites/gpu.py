@@ -184,7 +184,7 @@ def _measure_graph(ctx: Any, label: str, g: Any, bw: float, build: dict) -> dict
     import cupy as cp
 
     import webrank
-    from webrank.backends.gpu import REORDER_MIN_EDGES, _gather_order
+    from webrank.backends.gpu import REORDER_MIN_EDGES, gather_order
 
     n, m = g.n, g.num_edges
     floor_ms = 1e3 * (4 * m + 16 * n) / bw
@@ -229,7 +229,7 @@ def _measure_graph(ctx: Any, label: str, g: Any, bw: float, build: dict) -> dict
                               f"{1e3 * r.elapsed:.2f}) [{np.abs(r.scores - ref).sum():.1e}]")
     # the pull engine's one-off gather reordering
     indices = cp.asarray(g.indices)
-    _, t_re = ctx.time(lambda ix=indices: _gather_order(ix, n, "out-degree"), device="gpu",
+    _, t_re = ctx.time(lambda ix=indices: gather_order(ix, n, "out-degree"), device="gpu",
                        repeats=1 if m > 2**28 else ctx.repeats)
     ms_re = row.get("_pull" if m >= REORDER_MIN_EDGES else "_pull, other order", 1.0)
     ctx.record(f"{label}: out-degree reordering (one-off, on the GPU)", t_re, device="gpu",
