@@ -381,3 +381,17 @@ def test_personalized_result_tables():
     t = pp.to_arrow(count=2)
     assert t.num_rows == 4 and t.column_names == list(rows)
     assert t.column("score").to_pylist() == pp.rows(2)["score"].tolist()
+
+
+def test_from_dataframe_takes_networkx_column_names_by_default():
+    # networkx's from_pandas_edgelist names, then webrank's src/dst; explicit names win
+    pd = pytest.importorskip("pandas")
+    nx_style = pd.DataFrame({"source": ["a", "b", "c"], "target": ["b", "c", "a"],
+                             "src": [9, 9, 9], "dst": [8, 8, 8]})
+    assert Graph.from_dataframe(nx_style).labels.tolist() == ["a", "b", "c"]
+    g = Graph.from_dataframe(nx_style, source="src", target="dst")
+    assert g.n == 2 and g.num_edges == 1
+    ours = pd.DataFrame({"src": [0, 1], "dst": [1, 0]})
+    assert Graph.from_dataframe(ours).num_edges == 2
+    with pytest.raises(GraphFormatError, match="missing"):
+        Graph.from_dataframe(pd.DataFrame({"from": [0], "to": [1]}))

@@ -36,8 +36,17 @@ import numpy as np
 
 from webrank.errors import GraphFormatError
 
-__all__ = ["Chunked", "as_chunks", "build_csr", "csr_from_chunks", "id_bounds", "joined",
-           "parallel_build_edges", "use_parallel_build"]
+__all__ = [
+    "Chunked",
+    "as_chunks",
+    "build_csr",
+    "csr_from_chunks",
+    "first_bad_weight",
+    "id_bounds",
+    "joined",
+    "parallel_build_edges",
+    "use_parallel_build",
+]
 
 #: edge counts from which the parallel build runs once its kernels are loaded; before,
 #: from 8 times as many: a process that needs Numba for nothing else would spend ~0.6 s
@@ -324,3 +333,10 @@ def csr_from_chunks(
         node_labels = present
     return {"indptr": indptr, "indices": indices, "out_weight": out_weight,
             "weights": weights, "labels": node_labels}
+
+
+def first_bad_weight(w: np.ndarray) -> int | None:
+    """Position of the first NaN, infinite or negative entry of ``w`` (weights must be
+    finite and >= 0), or None; every reader names it in its own terms."""
+    bad = ~np.isfinite(w) | (w < 0)
+    return int(np.argmax(bad)) if bad.any() else None

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
 
 __all__ = ["Graph"]
@@ -181,8 +182,8 @@ class Graph:
     def from_dataframe(
         cls,
         df: Any,
-        source: str = "src",
-        target: str = "dst",
+        source: str | None = None,
+        target: str | None = None,
         weight: str | None = None,
         *,
         labels: Literal["int", "string"] = "int",
@@ -201,8 +202,10 @@ class Graph:
         ----------
         df : DataFrame or table
             One row per edge ``source -> target``; other columns are ignored.
-        source, target : str, default "src", "dst"
-            Names of the id columns. Integer (or integral float) columns are node ids
+        source, target : str, optional
+            Names of the id columns; by default "source" and "target" (networkx's
+            ``from_pandas_edgelist`` names) where the table has both, else "src" and
+            "dst". Integer (or integral float) columns are node ids
             (>= 0, < 2**63); string or categorical columns are node labels, numbered in
             order of first appearance (``src[0], dst[0], src[1], ...``), exactly as
             ``webrank.load(path, labels="string")`` numbers them.
@@ -241,10 +244,25 @@ class Graph:
         >>> Graph.from_dataframe(df).labels.tolist()
         ['a', 'b', 'c']
         """
-        from webrank.io.frames import graph_from_dataframe
+        from webrank.io.tables import as_arrow_table, edge_columns, require_columns
 
-        return graph_from_dataframe(df, source, target, weight, labels=labels,
-                                    node_ids=node_ids, duplicates=duplicates, name=name)
+        if labels not in ("int", "string"):
+            raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
+        table = as_arrow_table(df, name)
+        if source is None and target is None:
+            # networkx's from_pandas_edgelist names, then webrank's own
+            have = set(table.column_names)
+            source, target = (("source", "target") if {"source", "target"} <= have
+                              else ("src", "dst"))
+        source = "src" if source is None else source
+        target = "dst" if target is None else target
+        wanted = [source, target] + ([weight] if weight is not None else [])
+        require_columns(table.column_names, wanted, name, where="the table",
+                        hint="source=, target= and weight=")
+        src, dst, w, node_labels = edge_columns(table, source, target, weight,
+                                                labels=labels, name=name)
+        return cls.from_edges(src, dst, w, node_ids=node_ids, labels=node_labels,
+                              duplicates=duplicates, name=name)
 
     @classmethod
     def from_scipy(
@@ -284,9 +302,11 @@ class Graph:
             or non-numeric entries, a NaN, infinite or negative entry (its ``(i, j)`` and
             value).
         """
-        from webrank.io.frames import graph_from_scipy
+        from webrank.io.tables import adjacency_edges
 
-        return graph_from_scipy(a, weight=weight, keep_zeros=keep_zeros, name=name)
+        row, col, values, n = adjacency_edges(a, keep_zeros=keep_zeros, name=name)
+        return cls.from_edges(row, col, values if weight else None, node_ids="range",
+                              num_nodes=n, name=name)
 
     @classmethod
     def _from_codes(
@@ -495,13 +515,6 @@ def _check_weights(w: Any, name: str | None) -> None:
         raise GraphFormatError(
             f"edge {k} has weight {values[k]!r}; weights must be finite and >= 0", path=name
         )
-
-
-def first_bad_weight(w: np.ndarray) -> int | None:
-    """Position of the first NaN, infinite or negative entry of ``w`` (weights must be
-    finite and >= 0), or None; every reader names it in its own terms."""
-    bad = ~np.isfinite(w) | (w < 0)
-    return int(np.argmax(bad)) if bad.any() else None
 
 
 def as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:

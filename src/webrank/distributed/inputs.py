@@ -219,7 +219,7 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
     if path.suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        from webrank.io.frames import arrow_id_columns
+        from webrank.io.tables import arrow_id_columns
 
         return arrow_id_columns(pq.read_table(path), source_col, target_col, weight_col,
                                 name=str(path))

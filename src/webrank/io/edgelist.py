@@ -48,6 +48,7 @@ from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import Progress, line_text, open_binary, plain_size
+from webrank.io.tables import factorize
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
 
@@ -248,57 +249,6 @@ def _check_writable_labels(node_labels: np.ndarray) -> None:
                 "(empty, padded with whitespace, starting with '#'/'%', or holding a "
                 "line break); use save_graph or write_parquet instead"
             )
-
-
-def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Number the labels of ``src``/``dst`` ``0..k-1`` in order of first appearance.
-
-    First appearance is in file order, ``src[0], dst[0], src[1], dst[1], ...``.
-
-    Parameters
-    ----------
-    src, dst : pyarrow Array or ChunkedArray
-        Labels of the edge endpoints (strings, or any hashable arrow type).
-
-    Returns
-    -------
-    codes_src, codes_dst : ndarray of int64
-        Node index of each endpoint.
-    labels : ndarray
-        Label of each node (an object array of ``str`` for strings).
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def chunks(a: Any) -> list[Any]:
-        return list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]
-
-    m = len(src)
-    # (the type given: an empty column may have no chunks at all)
-    both = pa.chunked_array(chunks(src) + chunks(dst), type=src.type)
-    # one hash pass: over a ChunkedArray, pyarrow encodes every chunk against one shared
-    # dictionary (first-appearance order, src-then-dst); checked, with a fallback
-    enc = pc.dictionary_encode(both)
-    dicts = [c.dictionary for c in enc.chunks]
-    if dicts and all(len(d) == len(dicts[-1]) for d in dicts):
-        uniq = dicts[-1]
-        codes = np.concatenate([numpy_of(c.indices) for c in enc.chunks])
-    else:  # pragma: no cover - older pyarrow
-        uniq = pc.unique(both)
-        codes = np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
-    cs, cd = codes[:m], codes[m:]
-    k = len(uniq)
-    # reorder to first appearance in interleaved (file) order: the first position of
-    # each label among src (even) and dst (odd) slots
-    pos = np.int32 if 2 * m < 2**31 else np.int64
-    first = np.full(k, 2 * m, dtype=pos)
-    np.minimum.at(first, cs, np.arange(0, 2 * m, 2, dtype=pos))
-    np.minimum.at(first, cd, np.arange(1, 2 * m, 2, dtype=pos))
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(k, dtype=np.int64)
-    rank[order] = np.arange(k, dtype=np.int64)
-    node_labels = uniq.take(pa.array(order)).to_numpy(zero_copy_only=False)
-    return rank[cs], rank[cd], node_labels
 
 
 # --------------------------------------------------------------------------------------

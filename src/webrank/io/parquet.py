@@ -16,9 +16,10 @@ from typing import Any
 
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
-from webrank.io.frames import graph_from_arrow, require_columns
+from webrank.io.frames import graph_from_arrow
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import check_input, compression_of
+from webrank.io.tables import require_columns
 
 __all__ = ["read_parquet", "write_parquet"]
 
