@@ -310,3 +310,34 @@ def test_operator_matvec_is_the_google_matrix(device, weighted):
     x = rng.uniform(-1, 1, g.n)  # any vector: the product is linear
     got = op.to_host(op.matvec(op.asarray(x)))
     np.testing.assert_allclose(got, google @ x, atol=1e-13)
+
+
+def test_engine_options_mapping():
+    g = graph_of(SEED_SIX)
+    with pytest.raises(ValueError, match="unknown engine options"):
+        webrank.pagerank(g, engine_options={"lanes": 4})
+    with pytest.raises(ValueError, match="both as keywords and in engine_options"):
+        webrank.pagerank(g, device="gpu", heavy_threshold=64,
+                         engine_options={"heavy_threshold": 32})
+    # the same check as the keywords: GPU tuning refused on the CPU, before any work
+    with pytest.raises(ValueError, match="apply to device='gpu' only"):
+        webrank.pagerank(g, device="cpu", engine_options={"lanes_per_row": 4})
+    r = webrank.pagerank(g, device="cpu", engine_options={}, tol=1e-12)
+    np.testing.assert_allclose(r.scores, exact_pagerank(g), atol=1e-11)
+
+
+def test_gpu_warmup_is_harmless_without_a_gpu(tmp_path, monkeypatch):
+    # a path and device "auto" start the warm-up thread; without CuPy it finds no GPU,
+    # the run goes on on the CPU, and later probes wait for it rather than racing it
+    from webrank import backends
+
+    monkeypatch.setattr(backends, "_warmup", None)
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2\n2 0\n")
+    r = webrank.pagerank(str(path), tol=1e-12)
+    assert backends._warmup is not None and not backends._warmup.is_alive()
+    assert r.device == ("gpu" if backends.gpu_available() else "cpu")
+    monkeypatch.setattr(backends, "_warmup", None)
+    monkeypatch.setenv("WEBRANK_GPU_WARMUP", "0")
+    webrank.pagerank(str(path), tol=1e-12)
+    assert backends._warmup is None

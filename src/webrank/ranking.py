@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends import CRITERIA, DEVICES, device_name, make_operator, resolve_device
+from webrank.backends import (
+    CRITERIA,
+    DEVICES,
+    device_name,
+    make_operator,
+    resolve_device,
+    start_gpu_warmup,
+)
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.result import PageRankResult
@@ -44,6 +51,7 @@ def pagerank(
     method: str = "auto",
     raise_on_nonconvergence: bool = True,
     callback: Any = None,
+    engine_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> PageRankResult:
     r"""PageRank of every node of ``graph``.
@@ -105,6 +113,14 @@ def pagerank(
         If False, return the last iterate with ``converged=False`` instead of raising.
     callback : callable, optional
         ``callback(iteration, residual)`` as iterations complete (for progress bars).
+    engine_options : mapping, optional
+        Tuning of the backend's step, documented with each engine: on the GPU
+        ``lanes_per_row``, ``heavy_threshold``, ``chunk_bits``, ``launch_steps``,
+        ``part_rows``, ``reorder``, ``check_every``, ``graph_steps``, ``use_graph``,
+        ``device_memory_limit``, ``chunk_edges`` (:mod:`webrank.backends.gpu`,
+        :mod:`webrank.backends.gpu_blocked`, :mod:`webrank.backends.gpu_stream`);
+        ``gpu_links`` for ``method="hybrid"``. The same names are still accepted as
+        keywords of their own.
     **options
         Solver- or backend-specific options (documented by each solver and backend):
         ``engine`` picks the power step, on the CPU ``"auto"``, ``"pull"`` or
@@ -142,8 +158,20 @@ def pagerank(
             raise ValueError("tol=0 (iterate until nothing changes) runs with method "
                              f"{' or '.join(map(repr, UNTIL_UNCHANGED_METHODS))}, not "
                              f"{method!r}")
+    if engine_options:
+        tuning = set(_BACKEND_OPTIONS) - {"engine"}
+        unknown = sorted(set(engine_options) - tuning)
+        if unknown:
+            raise ValueError(f"unknown engine options {unknown}; the engines take "
+                             f"{', '.join(sorted(tuning))}")
+        twice = sorted(set(engine_options) & set(options))
+        if twice:
+            raise ValueError(f"options {twice} given both as keywords and in engine_options")
+        options = {**options, **engine_options}
     solve = get_solver(method)
     _check_options(method, solve, options)
+    if not isinstance(graph, Graph) and device != "cpu":
+        start_gpu_warmup()  # CUDA's start overlaps with reading the file
     graph = prepare_graph(graph, weight)
     n = graph.n
     v = as_distribution(personalization, graph, "personalization")

@@ -148,6 +148,10 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
                          options=source.options)
         return
     check_output(output, suffixes=SCORE_SUFFIXES, inputs=[graph, personalize])
+    if device != "cpu":  # CUDA's start and CuPy's imports overlap with the read
+        from webrank.backends import start_gpu_warmup
+
+        start_gpu_warmup()
     t0 = time.perf_counter()
     g = load_graph(graph, source, quiet=as_json)
     load_s = time.perf_counter() - t0
