@@ -160,7 +160,7 @@ def test_every_gpu_path_gives_the_cpu_answer(tmp_path_factory, edges, scale, wei
                                      min_size=len(edges), max_size=len(edges))))
          if weighted else None)
     path = tmp_path_factory.mktemp("gpu_paths") / "g.txt"
-    path.write_text("".join(f"{a} {b}" + (f" {c!r}" if weighted else "") + "\n"
+    path.write_text("".join(f"{a} {b}" + (f" {float(c)!r}" if weighted else "") + "\n"
                             for a, b, c in zip(src, dst, w if weighted else src,
                                                strict=True)))
     g = webrank.load(path)
