@@ -29,7 +29,7 @@ for suite in dense approx extrap iters; do
   timeout "${SUITE_S:-200}" python3 -m webrank bench $name --device gpu --repeats 3 \
     --out "$OUT/$name" > "$OUT/$name.log" 2>&1
   echo "== $name exit $?"; tail -n 3 "$OUT/$name.log"
-  sed -n '/^## Comparison with the seed/,/^## Notes/p' "$OUT/$name/report.md" 2>/dev/null | head -40
+  sed -n '/^## Comparison with the paper/,/^## Notes/p' "$OUT/$name/report.md" 2>/dev/null | head -40
 done
 # few files come back from the device: the suites' folders as one archive
 suites=$(cd "$OUT" && ls -d seed-* 2>/dev/null | grep -v '\.log$')

@@ -1,4 +1,4 @@
-"""Seed 002's hybrid CPU+GPU split: the partition of the edges, the CPU tail sums, and
+"""Kumar et al.'s hybrid CPU+GPU split: the partition of the edges, the CPU tail sums, and
 (on a GPU) the answer against the CPU engine."""
 
 from __future__ import annotations

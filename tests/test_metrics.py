@@ -1,4 +1,4 @@
-"""webrank.compare: seed 003's correctness measures, exact and near ties included."""
+"""webrank.compare: Sgherzi's correctness measures, exact and near ties included."""
 
 import numpy as np
 import pytest

@@ -15,7 +15,7 @@ from webrank import ConvergenceError, Graph
 DEVICES = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
 DTYPES = ["float64", "float32"]
 
-# seeds 001/004: the 6-page example (1-based in the paper; node 4 is dangling)
+# Swaroop and Ghadge et al.: the 6-page example (1-based in the paper; node 4 is dangling)
 SEED_SIX = [(1, 2), (1, 4), (1, 5), (2, 1), (2, 3), (2, 5), (3, 6), (5, 3), (5, 4), (5, 6),
             (6, 3), (6, 5)]
 # Langville & Meyer's 6-node example, as in networkx's tests (node 2 dangling)

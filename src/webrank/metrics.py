@@ -1,4 +1,4 @@
-"""Comparing two rankings: seed 003's correctness measures, and the usual rank statistics."""
+"""Comparing two rankings: Sgherzi's correctness measures, and the usual rank statistics."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def compare(scores_a: Any, scores_b: Any, k: int = 100,
           (Gauss–Seidel's in-place sweeps do) scores 6–21 % here at Kendall tau 0.9995;
           kept to reproduce older numbers.
         * ``displacement_mean``, ``displacement_var``: mean and variance of ``|a_i - b_i|``
-          over nodes (seed 003's displacement of PageRank values).
+          over nodes (Sgherzi's displacement of PageRank values).
         * ``kendall_tau``: Kendall's tau-b between the two score vectors (1 = same order).
         * ``top_k_overlap``: fraction of the reference's top k found in ``a``'s top k.
         * ``tie_tol``: the tolerance used.

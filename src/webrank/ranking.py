@@ -60,7 +60,7 @@ def pagerank(
     page j, follows one of j's out-links with probability ``alpha`` (chosen in
     proportion to edge weight) and otherwise jumps to a page drawn from ``v``; from a
     dangling page (no out-links) the surfer follows the link part to a page drawn from
-    ``d``. It is the fixed point of (seed 000, Algorithm 2; seed 003 §2)
+    ``d``. It is the fixed point of (Praveen et al., Algorithm 2; Sgherzi §2)
 
     .. math::
 
@@ -95,7 +95,7 @@ def pagerank(
         Most iterations (0 returns ``nstart``, unconverged).
     criterion : {"l1", "l2", "linf"}, default "l1"
         Norm of the residual: sum of absolute changes (networkx's), Euclidean, or the
-        largest per-node change (seed 003's per-node criterion).
+        largest per-node change (Sgherzi's per-node criterion).
     dtype : {"float64", "float32"}, default "float64"
         Storage precision of the vector gathered along edges (the memory traffic);
         the iterate and all sums stay in float64 (see ``webrank.backends.base``).

@@ -166,7 +166,7 @@ def make_operator(
 ) -> PageRankOperator:
     """The Google-matrix operator of ``graph`` on ``device``: "cpu" (its step from the
     ``engine`` option, :mod:`webrank.backends.cpu`), "gpu" (its engine from the
-    ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (seed 002's
+    ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (Kumar et al.'s
     CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
     if device == "hybrid":
         from webrank.backends.hybrid import HybridOperator

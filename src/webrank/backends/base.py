@@ -166,7 +166,7 @@ class PageRankOperator(ABC):
         """Run up to ``max_steps`` fused power steps from ``x``.
 
         Each step is ``x' = alpha P^T x + alpha (dangling . x) d + (1 - alpha) v``
-        (seed 000, Algorithm 2) with the residual ``||x' - x||`` under ``criterion``.
+        (Praveen et al., Algorithm 2) with the residual ``||x' - x||`` under ``criterion``.
         Stops after the first step whose residual is below ``tol``. ``callback(step,
         residual)``, if given, is called as steps complete (after each batch on a GPU).
         """

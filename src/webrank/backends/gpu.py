@@ -146,10 +146,10 @@ class GPUOperator(PageRankOperator):
         Threads that share one row of at most HEAVY_THRESHOLD in-links; default from the
         average in-degree of those rows.
     heavy_threshold : int, default HEAVY_THRESHOLD
-        Rows with more in-links are summed by warps of their own (seed 002's imbalance).
+        Rows with more in-links are summed by warps of their own (Kumar et al.'s imbalance).
     gpu_links : int, optional
         Only the first ``gpu_links`` in-links of a row are summed here; a subclass adds
-        the rest (seed 002's hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
+        the rest (Kumar et al.'s hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
     reorder : {"auto", None, "out-degree"}, default "auto"
         Store the gathered vector ``xs`` in another node order to make the gathers hit
         the cache: ``"out-degree"`` packs the nodes most read (the most out-links) at

@@ -1,7 +1,7 @@
-"""Seed 002's hybrid engine: the GPU sums the first N in-links of every page, the CPU the
+"""Kumar et al.'s hybrid engine: the GPU sums the first N in-links of every page, the CPU the
 rest, at the same time; the partial sums are added before the step finishes.
 
-Seed 002 (CUDA and Cell, LAW web graphs) proposed the split because a few pages have
+Kumar et al. (CUDA and Cell, LAW web graphs) proposed the split because a few pages have
 in-degrees in the hundreds of thousands: a GPU thread per row waits on them while the CPU
 could take the long tails. Each step here
 
@@ -16,7 +16,7 @@ could take the long tails. Each step here
 The pure-GPU engine already balances long rows on the device (see
 :mod:`webrank.kernels.cuda`), so the split cannot beat it on one GPU: every step pays a
 host round trip and an n-vector copy over PCIe. It is kept as ``method="hybrid"`` to
-measure the seed's design honestly (``webrank bench seed-hybrid``).
+measure Kumar et al.'s design honestly (``webrank bench seed-hybrid``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ DEFAULT_GPU_LINKS = 1024  # in-links per row left to the GPU when none is given
 
 
 class HybridOperator(GPUOperator):
-    """GPU operator whose long rows are finished on the CPU every step (seed 002).
+    """GPU operator whose long rows are finished on the CPU every step (Kumar et al.).
 
     Parameters
     ----------

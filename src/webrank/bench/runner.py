@@ -211,7 +211,7 @@ class BenchContext:
         self.plots.append(filename)
 
     def finding(self, text: str) -> None:
-        """A sentence of the comparison with the seed (markdown)."""
+        """A sentence of the comparison with the paper (markdown)."""
         self.findings.append(text)
 
     def note(self, text: str) -> None:
@@ -255,7 +255,7 @@ class BenchContext:
 
         webrank's power method in float64 to an L1 change of 1e-14. Its fused step
         computes nodes of equal true score identically, so exact ties stay ties (a dense
-        LU solve would split them by rounding, and seed 003's wrong-position count would
+        LU solve would split them by rounding, and Sgherzi's wrong-position count would
         charge every solver for that). If rounding keeps the change above 1e-14 (it
         floors near there on some graphs), the last iterate is used once the change is
         below 1e-12, with a note.
@@ -265,7 +265,7 @@ class BenchContext:
         r = webrank.pagerank(g, alpha=alpha, tol=1e-14, max_iter=5000, device="cpu",
                              raise_on_nonconvergence=False)
         self.note("Errors are measured against webrank's float64 power method run to an "
-                  "L1 change of 1e-14. Seed 003's wrong-position count orders exact ties "
+                  "L1 change of 1e-14. Sgherzi's wrong-position count orders exact ties "
                   "by node index: web graphs have many nodes of equal true score (e.g. no "
                   "in-links), so a solver whose rounding splits such ties is charged for "
                   "every one of them (Kendall tau, which treats ties apart, and the top-100 "
@@ -398,7 +398,7 @@ def _md_table(table: dict[str, Any]) -> str:
 
 
 def render_report(doc: dict[str, Any], seed_text: str) -> str:
-    """``report.md``: machine, command, the seed's finding, tables, plots, comparison."""
+    """``report.md``: machine, command, the paper's finding, tables, plots, comparison."""
     env = doc["environment"]
     lines = [f"# webrank bench: {doc['suite']} — {doc['title']}", ""]
     lines += [f"Regenerate: `{doc['command']}`", ""]
@@ -421,7 +421,7 @@ def render_report(doc: dict[str, Any], seed_text: str) -> str:
                   "slowed most, often by milliseconds per step; single-threaded code less. "
                   "Compare the minimum times in results.json, or rerun on an idle machine.",
                   ""]
-    lines += ["## What the seed reported", "", seed_text.strip(), ""]
+    lines += ["## What the paper reported", "", seed_text.strip(), ""]
     lines += ["## Results", ""]
     for t in doc["tables"]:
         lines += [f"### {t['title']}", "", _md_table(t), ""]
@@ -430,7 +430,7 @@ def render_report(doc: dict[str, Any], seed_text: str) -> str:
     for p in doc["plots"]:
         lines += [f"![{p}]({p})", ""]
     if doc["findings"]:
-        lines += ["## Comparison with the seed", ""]
+        lines += ["## Comparison with the paper", ""]
         lines += [f"- {f}" for f in doc["findings"]] + [""]
     if doc["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in doc["notes"]] + [""]

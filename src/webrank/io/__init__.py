@@ -8,7 +8,7 @@ given:
 format      suffixes                                     reader module
 ==========  ===========================================  ============================
 edgelist    .txt .tsv .csv .el .edges .edgelist          :mod:`webrank.io.edgelist`
-adjacency   .adj (seed 002's in-link lists)              :mod:`webrank.io.adjacency`
+adjacency   .adj (Kumar et al.'s in-link lists)              :mod:`webrank.io.adjacency`
 mtx         .mtx (Matrix Market; row = source)           :mod:`webrank.io.mtx`
 parquet     .parquet .pq                                 :mod:`webrank.io.parquet`
 webrank     .npz (native cache, see :func:`save_graph`)  :mod:`webrank.io.native`

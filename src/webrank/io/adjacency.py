@@ -1,4 +1,4 @@
-"""The in-link adjacency format of seed 002 (Fig. 1): one line per destination node.
+"""The in-link adjacency format of Kumar et al. (Fig. 1): one line per destination node.
 
 Each line is ``dest_id in_degree src_1 ... src_k`` (whitespace separated) and gives the
 edges ``src_i -> dest_id``; ``in_degree`` must equal ``k``. Lines starting with ``#`` or

@@ -1,7 +1,7 @@
 """CPU kernel of the ``adaptive`` method: one power step over a list of active rows.
 
 Kamvar, Haveliwala & Golub ("Adaptive methods for the computation of PageRank", 2004)
-stop recomputing pages that have converged; seed 003 did the same with a bitmask and a
+stop recomputing pages that have converged; Sgherzi did the same with a bitmask and a
 branch per row. Here the active rows are a compacted index list (``rows``), so a step
 costs the in-links of the active rows only and no thread walks a frozen row. For each
 ``i`` in ``rows``::

@@ -1,6 +1,6 @@
 """CPU kernels of the ``fixed`` method: the PageRank step in unsigned fixed point.
 
-Seed 003 (§2.3.2) stores ranks as unsigned Q1.63: a ``uint64`` ``u`` stands for
+Sgherzi (§2.3.2) stores ranks as unsigned Q1.63: a ``uint64`` ``u`` stands for
 ``u / 2**63``, so [0, 2) with a resolution of 2**-63 ≈ 1.1e-19. Constants below one
 (alpha, 1/out-degree, transition probabilities, the dangling distribution) are Q0.64
 fractions ``f / 2**64``. The only product needed is "Q1.63 times Q0.64", rounded to the
@@ -13,7 +13,7 @@ in one of two ways (``product``):
 * ``PRODUCT_EXACT`` (0): the exact 128-bit product. Numba has no 128-bit integer, so the
   high word comes from four 32 x 32 -> 64-bit partial products (the ``mulhi`` trick);
   rounding adds bit 63 of the low word. Error <= 1/2 ulp.
-* ``PRODUCT_DOUBLE`` (1): the seed's choice, ``to_fixed(to_double(a) * to_double(f))``:
+* ``PRODUCT_DOUBLE`` (1): Sgherzi's choice, ``to_fixed(to_double(a) * to_double(f))``:
   both operands rounded to 53 bits, multiplied in float64, rounded back. Relative error
   about 2**-52, so below one ulp while ``a < 2**-11`` (every PageRank value of a large
   graph), and up to ~2**10 ulp near 1.

@@ -1,6 +1,6 @@
 """CUDA kernels of the GPU backend, as source compiled by CuPy at first use.
 
-``wr_fused_step`` does one whole PageRank iteration in one launch (seed 000's
+``wr_fused_step`` does one whole PageRank iteration in one launch (Praveen et al.'s
 cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused); ``wr_pull_solve`` runs every
 step of a solve in one cooperative launch (the ``persistent`` engine), the same row pass
 between grid-wide barriers:
@@ -62,7 +62,7 @@ __device__ __forceinline__ double wr_gather(
     return (a0 + a1) + (a2 + a3);
 }
 
-// Seed 002's in-degree imbalance: rows with more than `heavy_threshold` in-links are cut
+// Kumar et al.'s in-degree imbalance: rows with more than `heavy_threshold` in-links are cut
 // into segments of a few hundred edges, one warp each, summed with atomics into
 // heavy_sum[row]; the row pass then reads (and clears) that sum instead of walking the
 // row with a few lanes while the rest of the grid waits for it.

@@ -5,7 +5,7 @@ counters); rows are read from the active-row list, never tested one by one:
 
 * ``wr_adaptive_rows<..., GROUP>``: ``GROUP`` lanes per row (as the fused step), for rows
   of at most the heavy threshold in-links;
-* ``wr_adaptive_block_rows``: one 256-thread block per row, for the heavy rows (seed 002's
+* ``wr_adaptive_block_rows``: one 256-thread block per row, for the heavy rows (Kumar et al.'s
   imbalance: a hub row must not hold up a warp while the grid waits).
 
 Both read ``acc_prev`` = (residual, dangling mass, change of the dangling mass) of the

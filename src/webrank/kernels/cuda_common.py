@@ -4,7 +4,7 @@
 
 * ``wr_skip_step``: the no-op test that lets the host queue (or a CUDA graph replay) more
   steps than needed and still stop at exactly the first converged one;
-* ``wr_finish_row``: the end of one row of a power step (seed 000, Algorithm 2): the
+* ``wr_finish_row``: the end of one row of a power step (Praveen et al., Algorithm 2): the
   dangling and teleport terms, the new value, the gathered value of the next step, and
   the row's share of the residual, dangling mass and mass — for the three step modes;
 * ``wr_block_accumulate``: the block reduction of those sums (max for the per-node

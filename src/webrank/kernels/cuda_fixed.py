@@ -3,7 +3,7 @@
 both products round the same way on both devices).
 
 * ``wr_mulfrac<PRODUCT>``: "Q1.63 x Q0.64 -> Q1.63", rounded to nearest: the exact
-  product from ``__umul64hi`` (PRODUCT 0) or seed 003's round trip through float64
+  product from ``__umul64hi`` (PRODUCT 0) or Sgherzi's round trip through float64
   (PRODUCT 1; ``__dmul_rn``/``__dadd_rn`` so that no FMA contraction changes the rounding
   the CPU does).
 * ``wr_fixed_scale``: ``xs = x (.) node_scale`` for the first step.

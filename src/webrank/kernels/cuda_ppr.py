@@ -4,7 +4,7 @@
 block, fused like the single-vector step of :mod:`webrank.kernels.cuda`:
 
 * one warp per *work item*: a whole in-link row, or a segment of at most ``SEGMENT``
-  in-links of a long row (seed 002's imbalance: a hub must not hold one warp for tens
+  in-links of a long row (Kumar et al.'s imbalance: a hub must not hold one warp for tens
   of thousands of in-links). Lane ``l`` owns columns ``l, l + 32, ...`` (``CPL`` per
   lane), so the block row ``g[j, :]`` of each in-link j is read with one coalesced load
   per 32 columns — the SpMM, with the index read once for all columns;

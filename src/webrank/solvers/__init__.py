@@ -54,7 +54,7 @@ def in_epochs(steps: Callable[..., Any], x: Any, *, max_steps: int, callback: An
     (residual exactly 0), or :data:`STALL_STEPS` steps in a row bring no smaller
     residual (the rounding floor); either counts as converged."""
     until_unchanged = kwargs.get("tol") == 0
-    if until_unchanged:  # seed 003's epsilon = 0: runs of STALL_STEPS, to a stall
+    if until_unchanged:  # Sgherzi's epsilon = 0: runs of STALL_STEPS, to a stall
         kwargs["tol"] = _UNCHANGED
     epoch = STALL_STEPS if until_unchanged else EPOCH_STEPS
     done = 0

@@ -2,7 +2,7 @@
 
 Kamvar, Haveliwala & Golub ("Adaptive methods for the computation of PageRank", Linear
 Algebra and its Applications 386, 2004) observe that most pages of a web graph converge
-in a few iterations while a few need many; seed 003 skips converged nodes with a bitmask
+in a few iterations while a few need many; Sgherzi skips converged nodes with a bitmask
 and a branch per node. Here:
 
 * **Freezing.** A node whose change ``|x'_i - x_i|`` stayed below ``theta`` for

@@ -1,16 +1,16 @@
-"""Power iteration with periodic extrapolation (seed 000, Algorithms 3 and 4).
+"""Power iteration with periodic extrapolation (Praveen et al., Algorithms 3 and 4).
 
 Kamvar, Haveliwala, Manning and Golub ("Extrapolation methods for accelerating PageRank
 computations", WWW 2003) observe that after some power steps the error is dominated by a
 few eigenvectors of the Google matrix; combining the last iterates cancels them:
 
-* **Aitken** Δ² (seed 000's Algorithm 4), from three successive iterates, per node::
+* **Aitken** Δ² (Praveen et al.'s Algorithm 4), from three successive iterates, per node::
 
       x*_i = x_i^(k) - (x_i^(k) - x_i^(k-1))^2 / (x_i^(k) - 2 x_i^(k-1) + x_i^(k-2))
 
   It assumes the error is one eigenvector; a node whose last changes do not shrink
   geometrically, or whose extrapolated value would be negative, keeps ``x_i^(k)``.
-* **Quadratic** extrapolation (seed 000's "future work"), from four iterates: assumes
+* **Quadratic** extrapolation (Praveen et al.'s "future work"), from four iterates: assumes
   the error lies in the span of two eigenvectors; the coefficients come from a 2x2
   least-squares problem on the differences ``y_j = x^(k-3+j) - x^(k-3)``.
 

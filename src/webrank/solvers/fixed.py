@@ -1,4 +1,4 @@
-"""The power method in unsigned fixed point (seed 003, §2.3.2).
+"""The power method in unsigned fixed point (Sgherzi, §2.3.2).
 
 Ranks are unsigned Q1.63 numbers (a ``uint64`` ``u`` stands for ``u / 2**63``, so
 [0, 2) in steps of 2**-63 ≈ 1.1e-19); the constants below one — alpha, 1 - alpha, the
@@ -15,11 +15,11 @@ weighted graph gathers ``x_j (.) p_ji`` per in-link. The residual is the L1 / L2
 norm of the exact integer differences ``x'_i - x_i``. Why the sums cannot overflow:
 see :mod:`webrank.kernels.cpu_fixed`.
 
-``product`` (default ``"exact"``; the seed's choice was ``"double"``):
+``product`` (default ``"exact"``; Sgherzi's choice was ``"double"``):
 
 * ``"exact"``: the exact 128-bit product, rounded once (``__umul64hi`` on the GPU, four
   32-bit partial products on the CPU, where Numba has no 128-bit integer).
-* ``"double"``: both operands to float64, multiplied, rounded back (seed 003).
+* ``"double"``: both operands to float64, multiplied, rounded back (Sgherzi).
 
 Measured on the CPU (2 threads, cnr-2000, 10 steps): exact 16.3 ms/step, double 15.3;
 with random edge weights (a product per in-link) 20.1 vs 18.1. The answers agree to
@@ -143,7 +143,7 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     Parameters
     ----------
     product : {"exact", "double"}, default "exact"
-        How "Q1.63 times Q0.64" is rounded: the exact 128-bit product, or seed 003's
+        How "Q1.63 times Q0.64" is rounded: the exact 128-bit product, or Sgherzi's
         round trip through float64 (see the module docstring).
     verify : bool, default True
         Measure ``||G x - x||_1`` of the answer in float64 (one extra product) and report

@@ -1,4 +1,4 @@
-"""Seed 002's hybrid CPU+GPU power method (``method="hybrid"``, GPU machines only).
+"""Kumar et al.'s hybrid CPU+GPU power method (``method="hybrid"``, GPU machines only).
 
 The iteration is the power method's; what differs is where the sums are done: the GPU
 sums the first ``gpu_links`` in-links of every page, the CPU the rest of the long rows,
@@ -19,7 +19,7 @@ from webrank.solvers.power import power
 @register("hybrid")
 def hybrid(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
            callback: Any = None) -> SolverOutput:
-    """Power iteration with seed 002's CPU+GPU split of every row's in-links.
+    """Power iteration with Kumar et al.'s CPU+GPU split of every row's in-links.
 
     Backend option ``gpu_links`` (N, default 1024): in-links per row summed on the GPU.
     """

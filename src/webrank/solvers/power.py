@@ -1,4 +1,4 @@
-"""The power method (seed 000, Algorithm 2; seed 003 §2).
+"""The power method (Praveen et al., Algorithm 2; Sgherzi §2).
 
     x_{k+1} = alpha P^T x_k + alpha (dangling . x_k) d + (1 - alpha) v
 

@@ -7,7 +7,7 @@ error of each answer against one float64 reference (webrank's power method to L1
 * networkx ``pagerank`` (its SciPy implementation) with its own stopping rule — an L1
   change below ``N * tol`` — and again with ``tol / N`` so that it stops at the same L1
   change as the others;
-* a plain SciPy power iteration (:func:`scipy_power`) and, on a GPU, seed 000's design
+* a plain SciPy power iteration (:func:`scipy_power`) and, on a GPU, Praveen et al.'s design
   with cuSPARSE through CuPy (:func:`cusparse_power`);
 * igraph's PRPACK, scikit-network's power iteration and cuGraph, when installed.
 
@@ -31,10 +31,10 @@ from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 TITLE = ("webrank against networkx, SciPy, igraph, GraphBLAS, NetworKit, scikit-network "
          "and cuGraph")
 SEED = """
-Seed 003 timed its CUDA kernels against `networkx.pagerank_scipy` ("a fairly optimized CPU
+Sgherzi timed its CUDA kernels against `networkx.pagerank_scipy` ("a fairly optimized CPU
 version [that] yielded the best execution times" of networkx's three) and then against a
 non-optimised GPU version, because "the execution times on CPU were still too high"; it
-kept networkx as the correctness reference. Seed 000's GPU design is cuSPARSE SpMV plus
+kept networkx as the correctness reference. Praveen et al.'s GPU design is cuSPARSE SpMV plus
 cuBLAS vector operations (reproduced here as the cuSPARSE baseline on a GPU). Earlier
 webrank measurements (docs/benchmarks.md, `core_cpu.json`): webrank's CPU solve is
 1.0–1.3x the plain SciPy loop on 2 cores, networkx 20–40x slower to build and compute.
@@ -70,7 +70,7 @@ def scipy_power(a: sp.csr_array, out_weight: np.ndarray, tol: float, alpha: floa
 
 
 def seed000_matrix(g: Any, dtype: Any = np.float64) -> Any:
-    """``P^T`` as a cupyx CSR matrix with the values ``1/out-degree`` (seed 000 stores
+    """``P^T`` as a cupyx CSR matrix with the values ``1/out-degree`` (Praveen et al. stores
     them), in ``dtype``; ``g``'s arrays may be on the host or already on the GPU."""
     import cupy as cp
     import cupyx.scipy.sparse as csp
@@ -89,7 +89,7 @@ def seed000_values(g: Any, dtype: Any) -> Any:
 
 
 def seed000_step(a: Any, x: Any, alpha: float = ALPHA) -> tuple[Any, Any]:
-    """One iteration of seed 000's Algorithm 2 with library calls, one launch each:
+    """One iteration of Praveen et al.'s Algorithm 2 with library calls, one launch each:
     ``y = alpha P^T x``, ``w = ||x||_1 - ||y||_1`` (dangling and teleport mass),
     ``y += w / n``; returns ``(y, ||y - x||_1)``, the residual still on the device.
     ``a`` is any matrix whose ``@`` takes a CuPy vector (cupyx, torch.sparse wrapped)."""
@@ -103,7 +103,7 @@ def seed000_step(a: Any, x: Any, alpha: float = ALPHA) -> tuple[Any, Any]:
 
 def cusparse_power(g: Any, tol: float, alpha: float = ALPHA,
                    max_iter: int = 10000) -> tuple[Any, int]:
-    """Seed 000's GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step
+    """Praveen et al.'s GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step
     (one host round trip per step, as its stopping test needs). Returns ``(x,
     iterations)`` with ``x`` a CuPy array."""
     x, it, _res = seed000_power(seed000_matrix(g), g.n, tol, alpha, max_iter)
@@ -372,7 +372,7 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
         import cupy as cp
 
         (x, it), t = ctx.time(lambda: cusparse_power(g, TOL), device="gpu")
-        add("cuSPARSE power (seed 000)", "gpu", t, "solve", iterations=it,
+        add("cuSPARSE power (Praveen et al.)", "gpu", t, "solve", iterations=it,
             l1_error=l1(cp.asnumpy(x)), params={"tol": TOL})
         cugraph = ctx.optional("cugraph", "cuGraph")
         if cugraph is not None:

@@ -34,11 +34,12 @@ import numpy as np
 from webrank.bench.runner import BenchContext
 
 TITLE = "End to end: a user's whole process, file to ranks on disk, phase by phase"
-SEED = """The seeds time the iteration alone: seed 000's cuSPARSE/cuBLAS loop, seeds
-001/004's dense kernel, seed 002's hybrid step. A user waits for the whole process:
-start, reading and parsing the file, numbering the nodes, building the matrix, moving
-it to the GPU, the solve, and writing the scores. This suite measures each phase beside
-its floor (the page-cache read, pyarrow's parse on all cores, the bytes of the output)."""
+SEED = """The papers time the iteration alone: Praveen et al.'s cuSPARSE/cuBLAS loop,
+Swaroop's and Ghadge et al.'s dense kernel, Kumar et al.'s hybrid step. A user waits for
+the whole process: start, reading and parsing the file, numbering the nodes, building
+the matrix, moving it to the GPU, the solve, and writing the scores. This suite measures
+each phase beside its floor (the page-cache read, pyarrow's parse on all cores, the bytes
+of the output)."""
 
 PHASES = ("import", "load", "setup", "solve", "copy_back", "write_parquet", "write_csv")
 FLOORS = ("read_bytes", "parse_floor", "write_bytes")

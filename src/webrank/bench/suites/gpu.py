@@ -1,4 +1,4 @@
-"""``webrank bench gpu``: every GPU engine against seed 000's design and torch.sparse.
+"""``webrank bench gpu``: every GPU engine against Praveen et al.'s design and torch.sparse.
 
 For the real graphs and R-MAT graphs generated and built on the GPU (scales 20–26, ids
 shuffled as generated), in one process:
@@ -7,7 +7,7 @@ shuffled as generated), in one process:
   kernel, in its default gather order and the other one), ``blocked`` (propagation
   blocking, a scatter and a gather kernel per step), ``persistent`` (the blocked phases
   in one cooperative launch per solve) — and of the engine ``engine="auto"`` chooses,
-  beside seed 000's design (cuSPARSE SpMV through ``cupyx.scipy.sparse`` plus vector
+  beside Praveen et al.'s design (cuSPARSE SpMV through ``cupyx.scipy.sparse`` plus vector
   ops) and ``torch.sparse``;
 * time to ``tol=1e-10`` (L1) of the whole call for every engine (the graph already on the
   device, the scores copied back), its setup (layout build included) and its L1 error
@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-TITLE = "GPU engines: ms per iteration and time to 1e-10, vs cuSPARSE (seed 000) and torch"
-SEED = """Seed 000 runs the power method of its Algorithm 2 on the GPU as a cuSPARSE
+TITLE = "GPU engines: ms per iteration and time to 1e-10, vs cuSPARSE (Praveen et al.) and torch"
+SEED = """Praveen et al. runs the power method of its Algorithm 2 on the GPU as a cuSPARSE
 `csrmv` plus cuBLAS vector operations (dangling mass, teleport, L1 residual) per
 iteration and reports speed-ups over a CPU implementation. The second GPU design's
 targets (H100, alpha 0.85, float32 gathers): every graph at least 2x faster than
@@ -293,7 +293,7 @@ def _measure_variant(ctx, label, g, name, opts, params, floor_ms, ref):
 
 def _baselines(ctx: Any, label: str, g: Any, params: dict, floor_ms: float,
                row: dict[str, Any]) -> None:
-    """Seed 000's design through cuSPARSE and through torch.sparse."""
+    """Praveen et al.'s design through cuSPARSE and through torch.sparse."""
     import cupy as cp
 
     m = g.num_edges
@@ -303,7 +303,7 @@ def _baselines(ctx: Any, label: str, g: Any, params: dict, floor_ms: float,
             continue
         ms_b = _baseline_ms(ctx, mat32, g)
         del mat32
-        _record_ms(ctx, f"{label}: {name} (seed 000 design) ms/iteration", ms_b, params,
+        _record_ms(ctx, f"{label}: {name} (Praveen et al. design) ms/iteration", ms_b, params,
                    {}, floor_ms)
         row[f"{name} ms/it"] = f"{ms_b:.4f}"
         row[f"_{name}"] = ms_b
@@ -330,7 +330,7 @@ def _record_ms(ctx, name, ms, params, info, floor_ms) -> None:
                         "ratio_to_floor": ms / floor_ms})
 
 
-# -- the baselines: seed 000's Algorithm 2 with library SpMV (webrank.bench.suites.baselines)
+# -- the baselines: Praveen et al.'s Algorithm 2 with library SpMV (webrank.bench.suites.baselines)
 def _cusparse_matrix(ctx: Any, g: Any, dtype: Any):
     from webrank.bench.suites.baselines import seed000_matrix
 

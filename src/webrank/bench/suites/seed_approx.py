@@ -1,6 +1,6 @@
-"""Suite ``seed-approx``: seed 003's approximations (precision, criterion, bitmask).
+"""Suite ``seed-approx``: Sgherzi's approximations (precision, criterion, bitmask).
 
-Seed 003 ran PageRank (alpha 0.85) on Erdős–Rényi (out-degree ~3), small-world (~4) and
+Sgherzi ran PageRank (alpha 0.85) on Erdős–Rényi (out-degree ~3), small-world (~4) and
 scale-free (~2.5) graphs of 10,000 nodes in float and in Q1.63 fixed point, with a
 per-node, then an l2 convergence test, with and without a bitmask that skips nodes
 already converged, and measured execution time, iterations, the percentage of nodes in a
@@ -9,13 +9,13 @@ wrong rank position and the displacement of the values against a float64 referen
 Here every variant is a webrank solver run (``raise_on_nonconvergence=False``):
 
 * **float64** / **float32**: ``method="power"`` with the gathered vector in float64 or
-  float32 (seed 003's "floating" is float32);
+  float32 (Sgherzi's "floating" is float32);
 * **fixed**: ``method="fixed"`` (fixed point), when registered;
 * **adaptive**: ``method="adaptive"`` (the bitmask of converged nodes), when registered;
-* **fixed + bitmask**: ``method="fixed", skip_converged=True`` (the seed's combination:
+* **fixed + bitmask**: ``method="fixed", skip_converged=True`` (Sgherzi's combination:
   fixed point with the mask of converged nodes, then full steps to verify);
 
-each with ``criterion`` linf (seed 003's per-node test), l2 and l1 at the same tol, on
+each with ``criterion`` linf (Sgherzi's per-node test), l2 and l1 at the same tol, on
 graphs of 10,000 and 1,000,000 nodes (``--quick``: 1,000). The reference is webrank's
 power method in float64 to an L1 change of 1e-14; :func:`webrank.metrics.compare` gives
 the measures.
@@ -27,9 +27,9 @@ from typing import Any
 
 from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
-TITLE = "seed 003's approximations: float vs fixed point, convergence criteria, bitmask"
+TITLE = "Sgherzi's approximations: float vs fixed point, convergence criteria, bitmask"
 SEED = """
-Seed 003 (CUDA, alpha 0.85, eps 0, max_iter 200; graphs of 10,000 nodes). Average
+Sgherzi (CUDA, alpha 0.85, eps 0, max_iter 200; graphs of 10,000 nodes). Average
 execution times:
 
 | | | Erdős–Rényi | Small World | Scale Free |
@@ -52,11 +52,11 @@ world), 7.25e-10 / 1.06e-18 (scale free).
 
 ALPHA = 0.85
 TOL = 1e-6
-MAX_ITER = 200  # seed 003's max_iter
+MAX_ITER = 200  # Sgherzi's max_iter
 CRITERIA = ("linf", "l2", "l1")
 SIZES = (10_000, 1_000_000)
 QUICK_SIZES = (1_000,)
-#: graph family -> (generator kind, parameters): seed 003's average out-degrees
+#: graph family -> (generator kind, parameters): Sgherzi's average out-degrees
 GRAPHS = {
     "Erdős–Rényi": ("er", {"avg_degree": 3.0}),
     "small world": ("ws", {"k": 4, "p": 0.1}),
@@ -167,7 +167,7 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
 
 
 def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
-    ctx.note(f"One absolute tol ({TOL:g}) for every criterion, as seed 003 compares them: "
+    ctx.note(f"One absolute tol ({TOL:g}) for every criterion, as Sgherzi compares them: "
              "since ||d||_inf <= ||d||_2 <= ||d||_1, the per-node (linf) test is the "
              "loosest and l1 the strictest.")
     groups = list(dict.fromkeys((r["params"]["nodes"], r["params"]["graph"], r["device"])
@@ -188,11 +188,11 @@ def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
     if fl:
         worst = max(fl, key=lambda r: r["metrics"]["wrong_position_pct"])
         ctx.finding(
-            "Seed 003 found the l2 test converging in fewer iterations than the per-node "
+            "Sgherzi found the l2 test converging in fewer iterations than the per-node "
             "one; with the same absolute tol the per-node (linf) test can only stop "
             "earlier or at the same step, as the rows above show, and the price is rank "
             f"error: up to {worst['metrics']['wrong_position_pct']:.1f}% wrong positions "
             f"({worst['params']['graph']}, {worst['params']['nodes']:,} nodes, "
-            f"{worst['params']['criterion']}) against seed 003's 'negligible'. Its "
+            f"{worst['params']['criterion']}) against Sgherzi's 'negligible'. Its "
             "displacement means for float with l2 were 2.23e-6 (ER), 2.25e-9 (small world) "
             "and 7.25e-10 (scale free).")

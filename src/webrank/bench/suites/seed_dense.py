@@ -1,18 +1,19 @@
-"""Suite ``seed-dense``: seeds 001/004's dense power iteration against webrank's sparse one.
+"""Suite ``seed-dense``: Swaroop's and Ghadge et al.'s dense power iteration against
+webrank's sparse one.
 
-Seeds 001 and 004 store the Google matrix as a dense n x n float array and multiply it by
+Swaroop and Ghadge et al. store the Google matrix as a dense n x n float array and multiply it by
 the rank vector each iteration (O(n²) per step), serially in C++ and with one CUDA thread
 per row; they report time against the number of nodes (100 to 30,000) and the speed-up
 of the GPU over the serial loop. Here, on the same random graphs:
 
 * **dense CPU**: ``G @ x`` with NumPy (BLAS gemv) on one thread (threadpoolctl), the
-  seeds' algorithm: ``x <- G x`` until the L1 change is below 1e-6, at most 1000 steps;
+  reports' algorithm: ``x <- G x`` until the L1 change is below 1e-6, at most 1000 steps;
 * **dense GPU**: the same loop with CuPy (cuBLAS gemv);
 * **webrank CPU / GPU**: ``webrank.pagerank`` (sparse, matrix-free) to the same L1 tol.
 
-``G = alpha P + (1 - alpha)/n e e^T`` with dangling columns replaced by 1/n (seed 001
+``G = alpha P + (1 - alpha)/n e e^T`` with dangling columns replaced by 1/n (Swaroop
 §3), built densely from the graph. It is float64 up to 10,000 nodes and float32 above
-(the seeds' own type; 30,000² float64 would be 7.2 GB), and a size whose matrix does not
+(the reports' own type; 30,000² float64 would be 7.2 GB), and a size whose matrix does not
 fit in half the free memory is skipped. The graphs are scale-free (Bollobás et al., as
 networkx's ``scale_free_graph``, about 2.2 links per node), seeded by size.
 """
@@ -25,10 +26,10 @@ import numpy as np
 
 from webrank.bench.runner import BenchContext, fmt_time, fmt_timing, stderr_progress
 
-TITLE = "dense n×n power iteration (seeds 001/004) vs webrank's sparse solver"
+TITLE = "dense n×n power iteration (Swaroop and Ghadge et al.) vs webrank's sparse solver"
 SEED = """
-Seeds 001 and 004 (dense float matrix, C++ triple loop vs one CUDA thread per row, eps
-1e-6, at most 1000 iterations). Seed 004's table, times in µs as printed (5,000 and 10,000
+Swaroop and Ghadge et al. (dense float matrix, C++ triple loop vs one CUDA thread per row, eps
+1e-6, at most 1000 iterations). Ghadge et al.'s table, times in µs as printed (5,000 and 10,000
 are files of 4,772 and 9,664 nodes):
 
 | nodes | serial | parallel | speed-up |
@@ -41,27 +42,27 @@ are files of 4,772 and 9,664 nodes):
 | 20000 | 577800000 (16m57s) | 6550000 (8.2 s) | 120.21 |
 | 30000 | 1334400000 (37m14s) | 6120000 (17.5 s) | 130.58 |
 
-Seed 001's table goes from a slow-down (0.68x at 100 nodes) to 90.73x at 10,000 and
+Swaroop's table goes from a slow-down (0.68x at 100 nodes) to 90.73x at 10,000 and
 42.28x at 16,000, and notes "no trend with respect to number of nodes ... performance
 also depends on how nodes are connected". Both check that the serial and parallel runs
 give the same top-3 nodes.
 """
 
 ALPHA = 0.85
-TOL = 1e-6  # the seeds' eps (L1 change)
-MAX_ITER = 1000  # the seeds' max_iter
+TOL = 1e-6  # the reports' eps (L1 change)
+MAX_ITER = 1000  # the reports' max_iter
 SIZES = (100, 200, 400, 800, 1000, 2000, 5000, 10000, 15000, 20000, 30000)
 QUICK_SIZES = (100, 200, 400, 1000)
 FLOAT64_UP_TO = 10_000
 #: skip a dense size whose predicted time (warm-up plus repeats) exceeds this
 BUDGET_S = 600.0
-#: block sizes of the threads-per-block sweep (seed 001 §6.2), at SWEEP_SIZE nodes
+#: block sizes of the threads-per-block sweep (Swaroop §6.2), at SWEEP_SIZE nodes
 THREADS_PER_BLOCK = (8, 16, 32, 64, 128, 256, 512, 1024)
 SWEEP_SIZE = 10_000
-#: seed 001 §6.2, 9,664 nodes: threads per block -> seconds of its CUDA run
+#: Swaroop §6.2, 9,664 nodes: threads per block -> seconds of its CUDA run
 SEED_001_SWEEP = {8: 0.950401, 16: 0.839092, 32: 0.752572, 64: 0.759962, 128: 0.868481,
                   256: 0.900917, 512: 2.052449, 1024: 3.698519}
-#: seed 004's table: nodes -> (serial, parallel) seconds
+#: Ghadge et al.'s table: nodes -> (serial, parallel) seconds
 SEED_004 = {400: (3462e-6, 936e-6), 1000: (2.972898, 0.104831), 5000: (69.266776, 0.816446),
             10000: (68.51988, 0.755148), 15000: (565.92, 3.68), 20000: (577.8, 6.55),
             30000: (1334.4, 6.12)}
@@ -71,7 +72,7 @@ def dense_google(g: Any, alpha: float, dtype: Any) -> np.ndarray:
     """The dense Google matrix ``G[i, j]`` (column j = where page j's surfer goes next).
 
     ``alpha / outdeg(j)`` for each link j -> i, ``alpha / n`` down a dangling column, plus
-    ``(1 - alpha) / n`` everywhere: column-stochastic, as seed 001 §3 defines it.
+    ``(1 - alpha) / n`` everywhere: column-stochastic, as Swaroop §3 defines it.
     """
     n = g.n
     mat = np.full((n, n), (1.0 - alpha) / n, dtype=dtype)
@@ -89,7 +90,7 @@ def dense_google(g: Any, alpha: float, dtype: Any) -> np.ndarray:
 
 def dense_power(xp: Any, mat: Any, tol: float = TOL, max_iter: int = MAX_ITER,
                 matvec: Any = None) -> tuple[Any, int]:
-    """Seeds 001/004's loop: ``x <- G x`` until ``||x_k - x_{k-1}||_1 < tol``.
+    """Swaroop's and Ghadge et al.'s loop: ``x <- G x`` until ``||x_k - x_{k-1}||_1 < tol``.
 
     ``xp`` is NumPy or CuPy (``mat`` lives there); ``matvec(x)`` is the product
     (default ``mat @ x``: BLAS / cuBLAS gemv). Returns ``(x, iterations)``.
@@ -133,7 +134,7 @@ def _top3(x: Any) -> list[int]:
 
 
 def _one_blas_thread(ctx: BenchContext) -> Any:
-    """A context limiting BLAS to one thread (the seeds' serial baseline)."""
+    """A context limiting BLAS to one thread (the reports' serial baseline)."""
     import contextlib
 
     try:
@@ -282,7 +283,7 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
                "dense GPU", "webrank CPU", "webrank GPU", "speed-up dense GPU/CPU",
                "webrank CPU vs dense CPU", "webrank GPU vs dense GPU", "top-3 agree"],
               table, caption="Times: median (min–max). Dense times are the power loop alone "
-                             "(the matrix is built beforehand, as the seeds time it); "
+                             "(the matrix is built beforehand, as the reports time it); "
                              "webrank's are the whole `pagerank()` call, operator setup "
                              "included. Speed-ups are ratios of medians.")
 
@@ -291,8 +292,8 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
 
         ax = fig.subplots()
         series = {}
-        for key, label in (("dense_cpu", "dense CPU, 1 thread (seeds' algorithm)"),
-                           ("dense_gpu", "dense GPU (seeds' algorithm)"),
+        for key, label in (("dense_cpu", "dense CPU, 1 thread (the reports' algorithm)"),
+                           ("dense_gpu", "dense GPU (the reports' algorithm)"),
                            ("webrank_cpu", "webrank CPU (sparse)"),
                            ("webrank_gpu", "webrank GPU (sparse)")):
             pts = [(r["n"], r[key]["median"]) for r in rows if key in r]
@@ -301,9 +302,9 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
         nmax = rows[-1]["n"] if rows else 0
         seed_pts = [(k, v) for k, v in SEED_004.items() if k <= max(nmax, 1)]
         if seed_pts:
-            series["seed 004 serial C++ (published)"] = (
+            series["Ghadge et al. serial C++ (published)"] = (
                 [k for k, _ in seed_pts], [v[0] for _, v in seed_pts])
-            series["seed 004 CUDA (published)"] = (
+            series["Ghadge et al. CUDA (published)"] = (
                 [k for k, _ in seed_pts], [v[1] for _, v in seed_pts])
         plots.lines(ax, series, xlabel="nodes", ylabel="seconds", logx=True, logy=True,
                     title=f"time to L1 change < {TOL:g}, alpha {ALPHA}")
@@ -351,7 +352,7 @@ def _row_kernel_report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
                            f"{seed:.3f} s" if seed is not None else "–"])
     ctx.table(f"Threads per block, the row kernel at {r['n']:,} nodes ({r['dtype']})",
               ["threads per block", "row-major (theirs)", "column-major",
-               "seed 001, 9,664 nodes (published)"], sweep_rows,
+               "Swaroop, 9,664 nodes (published)"], sweep_rows,
               caption=f"cuBLAS gemv on the same matrix: {fmt_timing(r['dense_gpu'])}.")
     for layout in ("row-major", "column-major"):
         times = {tpb: m["median"] for (lay, tpb), m in k.items() if lay == layout}
@@ -360,7 +361,7 @@ def _row_kernel_report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
             ctx.finding(f"Row kernel, {layout}, {r['n']:,} nodes: fastest at {best} threads "
                         f"a block ({fmt_time(times[best])}); 1024 threads: "
                         f"{fmt_time(times.get(1024, float('nan')))}; cuBLAS gemv "
-                        f"{fmt_time(r['dense_gpu']['median'])} (seed 001: best at 32, "
+                        f"{fmt_time(r['dense_gpu']['median'])} (Swaroop: best at 32, "
                         "2.7x slower at 512 and 4.9x at 1024 than at 32).")
 
 
@@ -368,7 +369,7 @@ def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
     agree = all(len({tuple(r[k]["metrics"]["top3"]) for k in r
                      if k.startswith(("dense_", "webrank_"))}) <= 1 for r in rows)
     ctx.finding("Top-3 nodes: " + ("the dense and sparse solvers agree at every size, as "
-                                   "the seeds' serial and parallel runs did."
+                                   "the reports' serial and parallel runs did."
                                    if agree else "they DISAGREE at some size (see table)."))
     big = [r for r in rows if "dense_cpu" in r]
     if big:
@@ -377,8 +378,8 @@ def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
         text = (f"At {r['n']:,} nodes the dense loop takes {fmt_time(r['dense_cpu']['median'])}"
                 f" on one CPU thread")
         if seed:
-            text += (f" against seed 004's {seed[0]:.1f} s serial and {seed[1]:.2f} s CUDA: "
-                     "BLAS gemv is far faster than the seeds' unvectorised triple loop, so "
+            text += (f" against Ghadge et al.'s {seed[0]:.1f} s serial and {seed[1]:.2f} s CUDA: "
+                     "BLAS gemv is far faster than the reports' unvectorised triple loop, so "
                      "their GPU speed-ups were measured against a slow baseline")
         ctx.finding(text + ".")
         if "webrank_cpu" in r:
@@ -392,7 +393,7 @@ def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
     if gpu:
         sp = ", ".join(f"{r['n']:,}: {r['dense_cpu']['median'] / r['dense_gpu']['median']:.1f}x"
                        for r in gpu)
-        ctx.finding(f"Dense GPU over dense CPU (the seeds' speed-up column): {sp}; the seeds "
+        ctx.finding(f"Dense GPU over dense CPU (the reports' speed-up column): {sp}; the reports "
                     "report 3.7x–130.6x against their serial loop.")
     if not any("dense_gpu" in r for r in rows):
         ctx.note("No GPU in this run: the dense GPU and webrank GPU columns are empty; run "

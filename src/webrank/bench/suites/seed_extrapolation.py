@@ -1,11 +1,11 @@
-"""Suite ``seed-extrapolation``: every solver over seed 000's grid of alpha and tol.
+"""Suite ``seed-extrapolation``: every solver over Praveen et al.'s grid of alpha and tol.
 
-Seed 000 (Tables II/III) reports how many iterations Aitken extrapolation saves over the
+Praveen et al. (Tables II/III) reports how many iterations Aitken extrapolation saves over the
 power method for alpha from 0.75 to 0.99 and eps from 1e-3 to 1e-12. Here, for alpha in
 {0.75, 0.80, 0.85, 0.90, 0.95, 0.99} and tol in {1e-3, 1e-8, 1e-10, 1e-12} (L1), on
 web-NotreDame and cnr-2000, EVERY method in :data:`webrank.solvers.SOLVERS` is run
 (defaults for its options) on each device, recording iterations, matrix-vector products,
-convergence, wall time and seed 003's correctness measures against a float64 reference
+convergence, wall time and Sgherzi's correctness measures against a float64 reference
 (the power method to an L1 change of 1e-14) via :func:`webrank.metrics.compare`. A plot
 per graph shows the residual against the number of products, one panel per alpha.
 ``--quick``: alpha {0.85, 0.99} x tol {1e-3, 1e-8} on a generated 2,000-node graph.
@@ -22,7 +22,7 @@ from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
 TITLE = "power method vs extrapolation and the other solvers over alpha and tol"
 SEED = """
-Seed 000 (Aitken extrapolation on a Tesla T20 vs Matlab serial). Reduction in the
+Praveen et al. (Aitken extrapolation on a Tesla T20 vs Matlab serial). Reduction in the
 number of iterations over the power method, Table II (Genetic dataset) and Table III
 (Computational Complexity dataset):
 
@@ -170,7 +170,7 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]],
                     cells.append(txt)
                 table.append(cells)
         ctx.table(f"{graph}: matrix-vector products to an L1 change below tol ({dev}); "
-                  "in brackets the reduction vs power, as seed 000's tables",
+                  "in brackets the reduction vs power, as Praveen et al.'s tables",
                   ["alpha", "tol", *methods], table,
                   caption="nc = not converged within max_iter; a positive bracket means "
                           "fewer products than the power method.")
@@ -233,7 +233,7 @@ def _findings(ctx, rows, by, graphs, alphas, tols, devices) -> None:
             if red:
                 cells = ", ".join(f"{a:.2f}/{t:g}: {d:+d}" for a, t, d in red)
                 ctx.finding(f"{graph}, {m} ({dev}), matvecs saved vs power by alpha/tol: "
-                            f"{cells} (seed 000's Aitken: 0–7 at alpha 0.75–0.95, 112–130 "
+                            f"{cells} (Praveen et al.'s Aitken: 0–7 at alpha 0.75–0.95, 112–130 "
                             "at 0.99).")
         best = {}
         for a in alphas:
@@ -261,6 +261,6 @@ def _findings(ctx, rows, by, graphs, alphas, tols, devices) -> None:
             else:
                 diff += 1
         ctx.finding(f"CPU and GPU take the same number of iterations in {same} of "
-                    f"{same + diff} configurations (seed 000 reported the GPU converging "
+                    f"{same + diff} configurations (Praveen et al. reported the GPU converging "
                     "in 3,013 iterations where its serial code took 18,234: with the same "
                     "arithmetic the counts should agree).")

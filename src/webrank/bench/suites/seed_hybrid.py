@@ -1,4 +1,4 @@
-"""``webrank bench seed-hybrid``: seed 002's CPU+GPU split against the CPU and GPU engines.
+"""``webrank bench seed-hybrid``: Kumar et al.'s CPU+GPU split against the CPU and GPU engines.
 
 On the real web graphs, time to ``tol=1e-10`` (L1, alpha 0.85) of webrank's CPU engine,
 its GPU engine, and ``method="hybrid"`` (the GPU sums the first N in-links of every page,
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-TITLE = "Seed 002's hybrid CPU+GPU split vs the CPU and GPU engines"
-SEED = """Seed 002 (PageRank on CUDA and Cell BE, GTX 280, LAW graphs EU-2005, CNR-2000,
+TITLE = "Kumar et al.'s hybrid CPU+GPU split vs the CPU and GPU engines"
+SEED = """Kumar et al. (PageRank on CUDA and Cell BE, GTX 280, LAW graphs EU-2005, CNR-2000,
 In-2004) finds threads of a node-per-thread kernel idle behind pages with large
 in-degrees and proposes "Design 2": a fixed loop of N in-links per node on the GPU while
 the host computes the partial ranks of the in-links beyond N, the partial ranks added

@@ -1,6 +1,6 @@
 """Suite ``seed-iterations``: the power method's iteration counts on the CPU and the GPU.
 
-Seed 000 reports that its GPU power method converged in far fewer iterations than its
+Praveen et al. reports that its GPU power method converged in far fewer iterations than its
 serial one (alpha 0.99, eps 1e-15: 3,013 against 18,234). Here the power method runs on
 the CPU and on the GPU, in float64 and float32, on the graphs of the
 ``seed-extrapolation`` suite and over its alphas, each run once with ``tol=0`` (until
@@ -26,12 +26,12 @@ from webrank.bench.suites.seed_extrapolation import (
 
 TITLE = "the power method's iterations on the CPU and on the GPU"
 SEED = """
-Seed 000: "for alpha = 0.99 and eps = 1e-15, the serial implementation converged in
+Praveen et al.: "for alpha = 0.99 and eps = 1e-15, the serial implementation converged in
 18,234 iterations, whereas the parallel implementation took merely 3013" (Matlab serial
 against CUDA with cuSPARSE/cuBLAS, single precision on the GPU not stated).
 """
 
-#: the tol of seed 000's claim, beside the seed-extrapolation suite's
+#: the tol of Praveen et al.'s claim, beside the seed-extrapolation suite's
 DEVICE_TOL = 1e-15
 
 
@@ -43,7 +43,7 @@ def first_below(residuals: np.ndarray, tol: float) -> int | None:
 
 
 def run(ctx: BenchContext) -> None:
-    """Seed 000's claim that its GPU power method needs fewer iterations than its serial
+    """Praveen et al.'s claim that its GPU power method needs fewer iterations than its serial
     one, tested: the power method on the CPU and on the GPU, float64 and float32, each
     run once with ``tol=0`` (until nothing changes, or the residual stalls) and its
     iteration count at every tol read off the residual history (a run stopping at tol
@@ -100,7 +100,7 @@ def run(ctx: BenchContext) -> None:
                     if c64 and c32 and c64[i] is None and c32[i] is not None:
                         float32_only.append(f"{name} {alpha}/{tol:g} on {device}")
                 table.append([name, f"{alpha:.2f}", f"{tol:g}", *cells])
-    ctx.table("The power method's iterations on the CPU and the GPU (seed 000's claim)",
+    ctx.table("The power method's iterations on the CPU and the GPU (Praveen et al.'s claim)",
               ["graph", "alpha", "tol", "CPU float64", "GPU float64", "CPU float32",
                "GPU float32"], table,
               caption="Iterations to an L1 change below tol; 'never': the residual stalled "
@@ -118,6 +118,6 @@ def run(ctx: BenchContext) -> None:
     ctx.finding(f"CPU and GPU power iterations agree in {same} of {same + differ} "
                 "(graph, alpha, tol, dtype) cells" + (": " + "; ".join(gaps[:8])
                                                       if gaps else "")
-                + ". Seed 000 reported 18,234 serial against 3,013 GPU iterations at "
+                + ". Praveen et al. reported 18,234 serial against 3,013 GPU iterations at "
                 "alpha 0.99, eps 1e-15: with the same arithmetic and stopping test the "
                 "device does not change the count by more than the cells above show.")
