@@ -10,8 +10,8 @@ from reference import exact_pagerank
 from test_pagerank import SEED_SIX, graph_of, random_graph
 
 import webrank
+from webrank.backends.fixed_point import from_q63, reciprocals, to_frac, to_q63
 from webrank.kernels.cpu_fixed import FRAC_MAX, PRODUCT_DOUBLE, PRODUCT_EXACT, mulfrac_array
-from webrank.solvers.fixed import from_q63, reciprocals, to_frac, to_q63
 
 GPU = pytest.mark.gpu
 
@@ -159,7 +159,8 @@ def test_fixed_scores_are_the_q63_vector_over_its_exact_total():
     # the device-independent normalisation: the integer vector divided by its integer
     # total, not renormalised by a float sum (whose order differs between devices)
     from webrank.backends import make_operator
-    from webrank.solvers.fixed import fixed, fixed_constants
+    from webrank.backends.fixed_point import fixed_constants
+    from webrank.solvers.fixed import fixed
 
     g = random_graph(6, 2000, 30000, weighted=True, isolated=3)
     r = webrank.pagerank(g, tol=1e-13, method="fixed", device="cpu")
@@ -218,9 +219,9 @@ def test_fixed_step_skips_the_rows_the_mask_marks():
     # the kernel itself: rows whose count reached patience keep x (and xs), gather
     # nothing, still count in the dangling mass; the other rows are the full step's
     from webrank.backends import make_operator
+    from webrank.backends.fixed_point import fixed_constants
     from webrank.kernels.cpu import chunk_bounds
     from webrank.kernels.cpu_fixed import fixed_step
-    from webrank.solvers.fixed import fixed_constants
 
     g = random_graph(9, 500, 3000, weighted=False, isolated=2)
     op = make_operator(g, device="cpu", alpha=0.85, personalization=None, dangling=None,

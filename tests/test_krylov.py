@@ -255,7 +255,7 @@ def test_web_notredame_alpha_099_matches_power(notredame_power, method):
 
 # -- Gauss-Seidel with Anderson mixing ----------------------------------------------------
 def test_anderson_weights_minimise_the_mixed_residual():
-    from webrank.solvers.anderson import mixing_weights
+    from webrank.backends.anderson import mixing_weights
 
     rng = np.random.default_rng(5)
     f = rng.normal(size=(4, 50))

@@ -154,3 +154,31 @@ def test_public_api_exports_every_returned_type_and_a_generator_function():
     assert isinstance(webrank.ReadOptions(), webrank.ReadOptions)
     for name in webrank.__all__:
         assert getattr(webrank, name) is not None, name
+
+
+def test_solvers_import_no_kernel_and_no_backend():
+    """Solvers are written against the operator protocol: what a device does beyond the
+    power step (sweeps, fixed point, freezing) is a capability of its operator
+    (``op.capabilities``, ``op.sweeps``, ``op.fixed_point``), not an import."""
+    for path in sorted((SRC / "solvers").glob("*.py")):
+        below = {m for m in imported_modules(path)
+                 if m.startswith(("webrank.kernels", "webrank.backends"))}
+        assert not below, f"solvers/{path.name} imports {sorted(below)}"
+
+
+def test_a_missing_capability_is_a_clear_error():
+    import numpy as np
+
+    import webrank
+    from webrank.backends.base import PageRankOperator
+
+    g = webrank.generate_graph("er", 50, seed=1)
+    op = webrank.backends.make_operator(g, device="cpu", alpha=0.85, personalization=None,
+                                        dangling=None, dtype="float64")
+    assert {"sweep", "fixed_point", "adaptive"} <= op.capabilities
+    with pytest.raises(ValueError, match="needs 'sweep' steps, which the cpu backend"):
+        PageRankOperator.require(type("Bare", (), {"capabilities": frozenset(),
+                                                    "name": "cpu"})(), "sweep",
+                                 "gauss-seidel")
+    r = webrank.pagerank(g, method="gauss-seidel", tol=1e-12)
+    assert r.converged and abs(r.scores.sum() - 1) < 1e-12 and np.all(r.scores > 0)

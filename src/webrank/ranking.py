@@ -26,7 +26,7 @@ from webrank.backends import (
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.result import PageRankResult
-from webrank.solvers import get_solver
+from webrank.solvers import get_solver, solver_spec
 
 __all__ = ["pagerank"]
 
@@ -181,11 +181,12 @@ def pagerank(
     x0 = as_distribution(nstart, graph, "nstart")
 
     gpus = _check_gpus(options.pop("gpus", None), device, method, options)
-    backend = _solver_device(method, solve, device)
+    backend = _solver_device(method, device)
     if graph.on_gpu and backend == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
-    kind = getattr(solve, "operator", backend)  # the hybrid method has an operator of its own
+    spec = solver_spec(method)
+    kind = spec.operator or backend  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
     if gpus > 1:  # several GPUs of this host, driven from this process (webrank.distributed)
         from webrank.distributed.run import multi_gpu_operator
@@ -197,6 +198,7 @@ def pagerank(
     else:
         op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
                            dtype=dtype, **_backend_options(options, kind))
+    op.require(spec.requires, method)
     # the uniform start is made where it is used (no n-vector copy to the device)
     x0_dev = op.xp.full(n, 1.0 / n) if x0 is None else op.asarray(x0)
     op.prepare_steps()
@@ -274,18 +276,18 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
     return int(gpus)
 
 
-def _solver_device(method: str, solve: Any, device: str) -> str:
-    """The device ``method`` runs on for ``device``: a solver may name the devices it
-    supports in its ``devices`` attribute (default both); ValueError before any work
-    when it cannot run where asked."""
-    devices = getattr(solve, "devices", ("cpu", "gpu"))
+def _solver_device(method: str, device: str) -> str:
+    """The device ``method`` runs on for ``device`` (its :class:`SolverSpec` names the
+    devices it supports); ValueError before any work when it cannot run where asked."""
+    spec = solver_spec(method)
+    devices = spec.devices
     if device == "auto" and len(devices) == 1:
         device = devices[0]
     # an explicit device the method cannot use is refused before probing for a GPU
     backend = device if device in ("cpu", "gpu") else resolve_device(device)
     if backend not in devices:
         raise ValueError(f"method {method!r} runs on device {' or '.join(devices)} only, "
-                         f"not {backend!r}{getattr(solve, 'device_note', '')}")
+                         f"not {backend!r}{spec.device_note}")
     backend = resolve_device(backend)
     return backend
 

@@ -82,6 +82,11 @@ class PageRankOperator(ABC):
 
     name: str = "?"
     xp: Any = np
+    #: the steps beyond the power step this operator offers, which a solver may require
+    #: (its :class:`~webrank.solvers.SolverSpec` ``requires``): "sweep" (Gauss-Seidel,
+    #: :meth:`sweeps`), "adaptive" (:meth:`adaptive_steps`), "fixed_point"
+    #: (:meth:`fixed_steps`)
+    capabilities: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -170,6 +175,30 @@ class PageRankOperator(ABC):
         Stops after the first step whose residual is below ``tol``. ``callback(step,
         residual)``, if given, is called as steps complete (after each batch on a GPU).
         """
+
+    def require(self, capability: str | None, method: str) -> None:
+        """ValueError, before any work, when ``method`` needs a capability this operator
+        lacks."""
+        if capability is not None and capability not in self.capabilities:
+            offered = ", ".join(sorted(self.capabilities)) or "none"
+            raise ValueError(f"method {method!r} needs {capability!r} steps, which the "
+                             f"{self.name} backend does not offer (it offers: {offered})")
+
+    def sweeps(self, x0: Any, *, blocks: int, anderson: int) -> Any:
+        """Gauss-Seidel sweeps from ``x0`` in ``blocks`` row blocks, Anderson-mixed with
+        depth ``anderson`` (capability "sweep"): an object with ``sweep(criterion,
+        record)``, ``mix()``, ``full()``, ``restart(x)``, ``blocks`` and ``mixer`` (see
+        :class:`webrank.backends.sweep.Sweeps`)."""
+        raise NotImplementedError(f"the {self.name} backend has no Gauss-Seidel sweeps")
+
+    def fixed_point(self, product: str) -> Any:
+        """The fixed-point steps of this operator's Google matrix with ``product``
+        rounding (capability "fixed_point"):
+        :class:`webrank.backends.fixed_point.FixedPointSteps`."""
+        from webrank.backends.fixed_point import FixedPointSteps
+
+        self.require("fixed_point", "fixed")
+        return FixedPointSteps(self, product)
 
     # -- primitives of the adaptive and fixed-point methods (webrank.solvers.adaptive/fixed)
     def adaptive_steps(

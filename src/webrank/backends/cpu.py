@@ -49,6 +49,8 @@ class CPUOperator(PageRankOperator):
         parallel Numba kernels, or the serial SciPy step of small graphs.
     """
 
+    capabilities = frozenset({"sweep", "adaptive", "fixed_point"})
+
     name = "cpu"
     xp = np
 
@@ -223,6 +225,16 @@ class CPUOperator(PageRankOperator):
         return layout
 
     # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
+    @property
+    def threads(self) -> int:
+        """Threads the Numba kernels use."""
+        return kernels.num_threads()
+
+    def sweeps(self, x0: Any, *, blocks: int, anderson: int) -> Any:
+        from webrank.backends.sweep import Sweeps
+
+        return Sweeps(self, x0, blocks, anderson)
+
     def adaptive_steps(
         self, x: Any, rows: Any, calm: Any, *, steps: int, theta: float, tol: float,
         criterion: str,

@@ -159,6 +159,8 @@ class GPUOperator(PageRankOperator):
         ``"auto"``: out-degree order for graphs of REORDER_MIN_EDGES edges or more.
     """
 
+    capabilities = frozenset({"adaptive", "fixed_point"})
+
     name = "gpu"
     engine = "pull"
 

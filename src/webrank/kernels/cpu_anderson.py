@@ -1,4 +1,4 @@
-"""CPU kernels of Anderson mixing (:mod:`webrank.solvers.anderson`), with Numba.
+"""CPU kernels of Anderson mixing (:mod:`webrank.backends.anderson`), with Numba.
 
 The history is a ring of ``M`` slots, each holding one application of the map, ``y ->
 g(y)``: its residual ``F[s] = g(y_s) - y_s`` (float32: it only weighs the mixture,

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EPOCH_STEPS", "SOLVERS", "SolverOutput", "get_solver", "in_epochs", "register"]
+__all__ = ["EPOCH_STEPS", "SOLVERS", "SPECS", "SolverOutput", "SolverSpec", "get_solver",
+           "in_epochs", "register", "solver_spec"]
 
 #: steps an operator is asked for at once: its per-step history (a residual row per
 #: step, on the device for the GPU engines) is sized by them, never by ``max_iter``
@@ -85,14 +86,42 @@ SolverFn = Callable[..., SolverOutput]
 SOLVERS: dict[str, SolverFn] = {}
 
 
-def register(name: str) -> Callable[[SolverFn], SolverFn]:
-    """Decorator adding a solver to :data:`SOLVERS`."""
+@dataclass(frozen=True)
+class SolverSpec:
+    """What :func:`webrank.pagerank` needs to know of a solver before running it."""
+
+    name: str
+    solve: SolverFn
+    #: the devices it runs on ("cpu", "gpu")
+    devices: tuple[str, ...] = ("cpu", "gpu")
+    #: the operator capability it runs on (:attr:`PageRankOperator.capabilities`), if any
+    requires: str | None = None
+    #: what the refusal on another device adds (": Gauss-Seidel sweeps are sequential...")
+    device_note: str = ""
+    #: the operator kind it needs instead of the device's ("hybrid")
+    operator: str | None = None
+
+
+SPECS: dict[str, SolverSpec] = {}
+
+
+def register(name: str, *, devices: tuple[str, ...] = ("cpu", "gpu"),
+             requires: str | None = None, device_note: str = "",
+             operator: str | None = None) -> Callable[[SolverFn], SolverFn]:
+    """Decorator adding a solver to :data:`SOLVERS`, with its :class:`SolverSpec`."""
 
     def wrap(fn: SolverFn) -> SolverFn:
         SOLVERS[name] = fn
+        SPECS[name] = SolverSpec(name, fn, tuple(devices), requires, device_note, operator)
         return fn
 
     return wrap
+
+
+def solver_spec(name: str) -> SolverSpec:
+    """The :class:`SolverSpec` of ``name`` (ValueError as :func:`get_solver`)."""
+    get_solver(name)
+    return SPECS[name]
 
 
 def get_solver(name: str) -> SolverFn:

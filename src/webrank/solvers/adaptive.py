@@ -67,7 +67,7 @@ def _l1_bound(residual: float, n: int, criterion: str, alpha: float) -> float:
     return alpha / (1.0 - alpha) * r1
 
 
-@register("adaptive")
+@register("adaptive", requires="adaptive")
 def adaptive(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
              callback: Any = None, freeze_factor: float = DEFAULT_FREEZE_FACTOR,
              patience: int = DEFAULT_PATIENCE,

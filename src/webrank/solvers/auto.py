@@ -36,9 +36,7 @@ def choose_method(op: Any) -> tuple[str, str]:
     """(method, reason) for this operator's device, graph size and alpha."""
     if op.name != "cpu":
         return "power", "GPU: the fused power step in a CUDA graph is fastest"
-    from webrank.kernels.cpu import num_threads
-
-    threads = num_threads()
+    threads = op.threads
     if getattr(op, "kernel", None) != "numba":  # a small graph on the serial SciPy step
         if op.alpha >= KRYLOV_MIN_ALPHA:
             return "gmres", (f"small graph on the serial step, alpha >= {KRYLOV_MIN_ALPHA}: "

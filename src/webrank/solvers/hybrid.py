@@ -16,7 +16,7 @@ from webrank.solvers import SolverOutput, register
 from webrank.solvers.power import power
 
 
-@register("hybrid")
+@register("hybrid", devices=("gpu",), operator="hybrid")
 def hybrid(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
            callback: Any = None) -> SolverOutput:
     """Power iteration with Kumar et al.'s CPU+GPU split of every row's in-links.
@@ -27,6 +27,3 @@ def hybrid(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     out.info.update(getattr(op, "stats", {}))
     return out
 
-
-hybrid.devices = ("gpu",)
-hybrid.operator = "hybrid"
