@@ -25,12 +25,12 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 @pytest.fixture(params=["numba", "spmm"])
 def kernel(request, monkeypatch):
     """Both CPU steps: the fused Numba kernel and the array-module one."""
-    from webrank.backends import block
+    from webrank.backends import batch
     from webrank.kernels import cpu
 
     if request.param == "numba" and not cpu.HAVE_NUMBA:
         pytest.skip("numba not installed")
-    monkeypatch.setattr(block, "USE_NUMBA", request.param == "numba")
+    monkeypatch.setattr(batch, "USE_NUMBA", request.param == "numba")
     return request.param
 
 

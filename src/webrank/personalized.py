@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends import device_name, make_block_operator, resolve_device
-from webrank.backends.block import batch_width
+from webrank.backends import device_name, make_batch_operator, resolve_device
+from webrank.backends.batch import batch_width
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.ranking import (
@@ -383,7 +383,7 @@ def personalized_pagerank(
     backend = resolve_device(device)
 
     t0 = time.perf_counter()
-    op = make_block_operator(graph, backend, dtype, alpha, shared_d)
+    op = make_batch_operator(graph, backend, dtype, alpha, shared_d)
     width = batch_width(n, k, np.dtype(dtype).itemsize, backend, batch_size)
     t1 = time.perf_counter()
 

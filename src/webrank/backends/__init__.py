@@ -36,7 +36,7 @@ __all__ = [
     "device_name",
     "gpu_available",
     "gpu_name",
-    "make_block_operator",
+    "make_batch_operator",
     "make_operator",
     "resolve_device",
     "start_gpu_warmup",
@@ -181,16 +181,16 @@ def make_operator(
     return CPUOperator(graph, alpha, personalization, dangling, dtype, **options)
 
 
-def make_block_operator(graph: Graph, backend: str, dtype: str, alpha: float,
+def make_batch_operator(graph: Graph, backend: str, dtype: str, alpha: float,
                         shared_d: np.ndarray | None) -> Any:
     """The operator of a block of k personalized vectors on ``backend`` ("cpu" or
-    "gpu"): the GPU's fused CUDA step (:mod:`webrank.backends.gpu_block`), the CPU's
-    Numba step, or without Numba SciPy's SpMM and NumPy (:mod:`webrank.backends.block`).
+    "gpu"): the GPU's fused CUDA step (:mod:`webrank.backends.gpu_batch`), the CPU's
+    Numba step, or without Numba SciPy's SpMM and NumPy (:mod:`webrank.backends.batch`).
     """
     if backend == "gpu":
-        from webrank.backends.gpu_block import gpu_block_operator
+        from webrank.backends.gpu_batch import gpu_batch_operator
 
-        return gpu_block_operator(graph, dtype, alpha, shared_d)
-    from webrank.backends.block import cpu_block_operator
+        return gpu_batch_operator(graph, dtype, alpha, shared_d)
+    from webrank.backends.batch import cpu_batch_operator
 
-    return cpu_block_operator(graph, dtype, alpha, shared_d)
+    return cpu_batch_operator(graph, dtype, alpha, shared_d)

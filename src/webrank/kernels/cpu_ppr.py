@@ -1,7 +1,7 @@
-"""CPU kernel of :mod:`webrank.backends.block`: one fused power step of a row-major
+"""CPU kernel of :mod:`webrank.backends.batch`: one fused power step of a row-major
 n×k block of PageRank vectors (k personalizations at once), with Numba.
 
-Importing this module imports Numba; :mod:`webrank.backends.block` imports it only when
+Importing this module imports Numba; :mod:`webrank.backends.batch` imports it only when
 the Numba step is used.
 """
 

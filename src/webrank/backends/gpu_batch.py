@@ -1,5 +1,5 @@
 """The GPU block operator: the fused power step of k PageRank vectors on the device
-(:mod:`webrank.kernels.cuda_ppr`; see :mod:`webrank.backends.block`)."""
+(:mod:`webrank.kernels.cuda_ppr`; see :mod:`webrank.backends.batch`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends.block import Block, BlockOperator
+from webrank.backends.batch import Batch, BatchOperator
 from webrank.graph import Graph
 from webrank.kernels.cpu import CRITERION_CODE
 
-__all__ = ["GPUBlockOperator", "gpu_block_operator"]
+__all__ = ["GPUBatchOperator", "gpu_batch_operator"]
 
 
-class GPUBlockOperator(BlockOperator):
+class GPUBatchOperator(BatchOperator):
     """GPU: the fused block step of :mod:`webrank.kernels.cuda_ppr` over a row-major block
     (one warp per row or long-row segment; index read once for all columns)."""
 
@@ -54,7 +54,7 @@ class GPUBlockOperator(BlockOperator):
         return (cp.asarray(m.indptr.astype(self._ip)), cp.asarray(m.indices.astype(np.int32)),
                 cp.asarray(m.data.astype(np.float64)))
 
-    def step(self, block: Block, criterion: str) -> np.ndarray:
+    def step(self, block: Batch, criterion: str) -> np.ndarray:
         cp, it = self.xp, self._items
         b = block.x.shape[1]
         if self._scratch is None or self._scratch.size < it["nlong"] * b:
@@ -85,7 +85,7 @@ class GPUBlockOperator(BlockOperator):
         self.after_step(block, x_out, stats[1], stats[2])
         return stats[0]
 
-    def compact(self, block: Block, keep: np.ndarray) -> None:
+    def compact(self, block: Batch, keep: np.ndarray) -> None:
         super().compact(block, keep)
         self._out = {}
 
@@ -110,8 +110,8 @@ def _work_items(indptr: np.ndarray, segment: int, cp: Any, ip: np.dtype) -> dict
             "nlong": int(long_rows.size)}
 
 
-def gpu_block_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
-                       ) -> GPUBlockOperator:
+def gpu_batch_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
+                       ) -> GPUBatchOperator:
     """The fused block step on the device CSR of the GPU backend's per-graph cache."""
     import cupy as cp
 
@@ -124,4 +124,4 @@ def gpu_block_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
     tv = graph.transition_values()
     vals = None if tv is None else on_device(  # the same key as GPUOperator's
         graph, ("vals", np.dtype(dtype).name), m * isz, lambda: cp.asarray(tv.astype(dtype)))
-    return GPUBlockOperator(graph, dtype, alpha, shared_d, g, vals)
+    return GPUBatchOperator(graph, dtype, alpha, shared_d, g, vals)

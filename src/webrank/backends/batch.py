@@ -1,20 +1,21 @@
-"""Block operators: the power step of k PageRank vectors at once, per device.
+"""Batch operators: the power step of k PageRank vectors at once, per device.
 
-:func:`webrank.personalized_pagerank` solves k personalizations as one n×k block ``X``;
-a block operator owns the block's device arrays and runs its steps (see
+:func:`webrank.personalized_pagerank` solves k personalizations as one n×k batch ``X``
+(one column per personalization; "batch", not the "blocked" engines' propagation
+blocking); a batch operator owns the batch's device arrays and runs its steps (see
 :mod:`webrank.personalized` for the math). Three implementations, one interface
-(:class:`BlockOperator`: ``start``, ``step``, ``compact``):
+(:class:`BatchOperator`: ``start``, ``step``, ``compact``):
 
-* :class:`CPUBlockOperator`: the fused Numba step (:mod:`webrank.kernels.cpu_ppr`) over a
+* :class:`CPUBatchOperator`: the fused Numba step (:mod:`webrank.kernels.cpu_ppr`) over a
   row-major block; a one-column block runs pagerank's own scalar step
   (:func:`webrank.kernels.cpu.fused_step`), so a column's arithmetic is the same whatever
   its batch;
-* :class:`ArrayBlockOperator`: ``csr @ block`` (SciPy) and array operations, the CPU step
+* :class:`ArrayBatchOperator`: ``csr @ block`` (SciPy) and array operations, the CPU step
   without Numba;
-* :class:`~webrank.backends.gpu_block.GPUBlockOperator`: the fused CUDA step
+* :class:`~webrank.backends.gpu_batch.GPUBatchOperator`: the fused CUDA step
   (:mod:`webrank.kernels.cuda_ppr`).
 
-:func:`webrank.backends.make_block_operator` picks one; :func:`batch_width` sizes the
+:func:`webrank.backends.make_batch_operator` picks one; :func:`batch_width` sizes the
 batches.
 """
 
@@ -31,8 +32,8 @@ from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
 
-__all__ = ["ArrayBlockOperator", "Block", "BlockOperator", "CPUBlockOperator",
-           "batch_width", "cpu_block_operator"]
+__all__ = ["ArrayBatchOperator", "Batch", "BatchOperator", "CPUBatchOperator",
+           "batch_width", "cpu_batch_operator"]
 
 # CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
 CPU_BATCH_BYTES = 2 * 2**30
@@ -45,7 +46,7 @@ USE_NUMBA: bool | None = None
 
 
 @dataclass
-class Block:
+class Batch:
     """The state of one batch: iterate, gathered block, per-column terms."""
 
     x: Any  # (n, b) float64 iterate
@@ -58,7 +59,7 @@ class Block:
     dense_v: np.ndarray | None = None  # the column of a one-column block, as a vector
 
 
-class BlockOperator:
+class BatchOperator:
     """One graph on one backend: block start, step and compaction (shared logic)."""
 
     kernel = "?"
@@ -80,16 +81,16 @@ class BlockOperator:
     def synchronize(self) -> None:
         return None
 
-    def start(self, pers: sp.csc_array) -> Block:
+    def start(self, pers: sp.csc_array) -> Batch:
         xp, n, b = self.xp, self.n, pers.shape[1]
         x = xp.full((n, b), 1.0 / n, order=self.order)
         g = xp.empty((n, b), dtype=self.dtype, order=self.order)
         xp.multiply(x, self.inv_out[:, None], out=g, casting="unsafe")
         dm = float(self.graph.dangling.sum()) / n
-        return Block(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
+        return Batch(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
                       dmass=np.full(b, dm), mass=np.ones(b))
 
-    def coefficients(self, block: Block) -> tuple[np.ndarray, np.ndarray]:
+    def coefficients(self, block: Batch) -> tuple[np.ndarray, np.ndarray]:
         """Per-column factors of the teleport term v_c and of the dangling term d_c.
 
         Applied as ``alpha * P^T g + cd * d + cv * v``, in pagerank's kernel's order, so
@@ -104,7 +105,7 @@ class BlockOperator:
             cd = a * block.dmass
         return cv, cd
 
-    def after_step(self, block: Block, x_new: Any, dmass, mass) -> None:
+    def after_step(self, block: Batch, x_new: Any, dmass, mass) -> None:
         """Bookkeeping after a step to ``x_new`` (``dmass``/``mass``: of the step's output)."""
         block.dmass, block.mass = dmass, mass
         if self.delta_steps and not block.delta:
@@ -116,7 +117,7 @@ class BlockOperator:
             block.delta = True
         block.x = x_new
 
-    def compact(self, block: Block, keep: np.ndarray) -> None:
+    def compact(self, block: Batch, keep: np.ndarray) -> None:
         xp = self.xp
         k_dev = xp.asarray(keep)
         block.x = xp.array(block.x[:, k_dev], order=self.order)
@@ -127,7 +128,7 @@ class BlockOperator:
         block.dense_v = None
 
 
-class CPUBlockOperator(BlockOperator):
+class CPUBatchOperator(BatchOperator):
     """CPU: the fused Numba step over a row-major block."""
 
     kernel = "numba"
@@ -152,7 +153,7 @@ class CPUBlockOperator(BlockOperator):
         m.sort_indices()
         return m
 
-    def step(self, block: Block, criterion: str) -> np.ndarray:
+    def step(self, block: Batch, criterion: str) -> np.ndarray:
         b = block.x.shape[1]
         key = (b,)
         if key not in self._out:  # the output buffers: the previous block's, reused
@@ -198,12 +199,12 @@ class CPUBlockOperator(BlockOperator):
             partial)
         return np.array([res]), np.array([dmass]), np.array([mass])
 
-    def compact(self, block: Block, keep: np.ndarray) -> None:
+    def compact(self, block: Batch, keep: np.ndarray) -> None:
         super().compact(block, keep)
         self._out = {}
 
 
-class ArrayBlockOperator(BlockOperator):
+class ArrayBatchOperator(BatchOperator):
     """``csr @ block`` (SciPy) + array operations: the CPU step without Numba."""
 
     kernel = "spmm"
@@ -221,7 +222,7 @@ class ArrayBlockOperator(BlockOperator):
         return (xp.asarray(coo.row.astype(np.int64)), xp.asarray(coo.col.astype(np.int64)),
                 xp.asarray(coo.data))
 
-    def step(self, block: Block, criterion: str) -> np.ndarray:
+    def step(self, block: Batch, criterion: str) -> np.ndarray:
         xp, a = self.xp, self.alpha
         cv, cd = self.coefficients(block)
         t = self.matrix @ block.g
@@ -254,13 +255,13 @@ class ArrayBlockOperator(BlockOperator):
         return stats[0]
 
 
-def cpu_block_operator(graph: Graph, dtype: str, alpha: float,
-                       shared_d: np.ndarray | None) -> BlockOperator:
+def cpu_batch_operator(graph: Graph, dtype: str, alpha: float,
+                       shared_d: np.ndarray | None) -> BatchOperator:
     """The block operator of ``graph`` on the CPU: the Numba step, or (without Numba)
-    SciPy's SpMM and NumPy. (The GPU's: :func:`webrank.backends.gpu_block.
-    gpu_block_operator`; both behind :func:`webrank.backends.make_block_operator`.)"""
+    SciPy's SpMM and NumPy. (The GPU's: :func:`webrank.backends.gpu_batch.
+    gpu_batch_operator`; both behind :func:`webrank.backends.make_batch_operator`.)"""
     if kernels.HAVE_NUMBA if USE_NUMBA is None else USE_NUMBA:
-        return CPUBlockOperator(graph, dtype, alpha, shared_d)
+        return CPUBatchOperator(graph, dtype, alpha, shared_d)
     vals = graph.transition_values()
     data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)
     matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
@@ -269,7 +270,7 @@ def cpu_block_operator(graph: Graph, dtype: str, alpha: float,
             inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
     else:
         inv_out = np.where(graph.dangling, 0.0, 1.0)
-    return ArrayBlockOperator(graph, np, dtype, alpha, shared_d, matrix, inv_out,
+    return ArrayBatchOperator(graph, np, dtype, alpha, shared_d, matrix, inv_out,
                               np.flatnonzero(graph.dangling), "C")
 
 
