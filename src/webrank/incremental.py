@@ -424,9 +424,8 @@ def update(
         False skips the frontier phase: power iteration of the new graph warm-started
         from the previous scores. ``"auto"``: the frontier phase on the CPU, skipped when
         the steps run on the GPU, where the warm-started steps of the whole graph cost
-        less than the CPU's frontier phase (``benchmarks/incremental.py``: 65-500 ms of
-        frontier against an 8 ms recompute on cnr-2000, H100); ``info["frontier_choice"]``
-        says which and why.
+        less than the CPU's frontier phase (measured in docs/benchmarks.md,
+        ``benchmarks/incremental.py``); ``info["frontier_choice"]`` says which and why.
     frontier_tol : float, optional
         Change of a node (in units of the scores) above which it activates its
         out-neighbours; default ``10 tol / n`` for L1 (module docstring, step 2).

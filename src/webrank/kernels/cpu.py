@@ -13,12 +13,11 @@ chosen norm and the dangling mass of x'. Two implementations compute this same s
   thread with every hub of a web graph);
 * :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations, serial.
   Graphs with fewer than :data:`SMALL_GRAPH_EDGES` edges take it (the choice is
-  :func:`use_numba`). There the process never imports Numba (~0.25 s) nor loads its
-  cached kernel (~0.2 s), most of a first call; once warm the serial step is slower by
-  microseconds a step (Numba's parallel launch costs little on a quiet machine), and it
-  does not slow down when other processes hold the cores (a parallel step then waits
-  milliseconds for its threads). It is also the step of any size where Numba cannot be
-  imported.
+  :func:`use_numba`). There the process never imports Numba nor loads its cached
+  kernel, most of a first call; once warm the serial step is slower by microseconds a
+  step, and it does not slow down when other processes hold the cores (a parallel step
+  then waits for its threads). It is also the step of any size where Numba cannot be
+  imported. Measurements: docs/benchmarks.md, "First calls".
 
 Numba is imported when a Numba kernel is first needed, not with this module; reading
 ``HAVE_NUMBA`` imports it (the modules that compile kernels of their own read it).
@@ -140,7 +139,7 @@ def use_numba(num_edges: int) -> bool:
     -------
     bool
         True from :data:`SMALL_GRAPH_EDGES` edges on (default 150,000), where Numba can
-        be imported (then it is imported: ~0.25 s the first time).
+        be imported (then it is imported, the first time).
     """
     return num_edges >= SMALL_GRAPH_EDGES and numba_kernels() is not None
 
@@ -154,8 +153,8 @@ def compile_notice(notify: Callable[[bool], None]) -> Iterator[None]:
     """Report Numba compiling a kernel while the block runs (the CLI shows a spinner).
 
     A kernel compiles once per signature after an install, an upgrade or an edit of its
-    module (~2 s for the fused step on 2 cores); Numba caches it on disk (``__pycache__``
-    beside the module, or ``NUMBA_CACHE_DIR``), and loading the cached copy is not
+    module (seconds); Numba caches it on disk (``__pycache__`` beside the module, or
+    ``NUMBA_CACHE_DIR``), and loading the cached copy is not
     reported. Compiles are also logged at INFO (logger ``webrank.kernels.cpu``) with
     their seconds, in the block or not. Importing Numba is left to the kernels: a block
     that ranks a small graph imports nothing.

@@ -1,22 +1,17 @@
 """``method="auto"`` (the default): the solver expected to be fastest here.
 
-The choice follows measurements at tol 1e-10 on web-NotreDame and cnr-2000
-(``benchmarks/cpu_method_choice.py``, ``webrank bench seed-extrapolation``; the reading is
-in ``docs/solvers.md``):
+The rule, from measurements at tol 1e-10 on the real graphs (the numbers, machines and
+commands are in docs/solvers.md and docs/benchmarks.md):
 
-* **GPU** — ``power``. The fused power step replayed as a CUDA graph costs 0.02–0.03 ms
-  on these graphs, less than one Krylov iteration's host round trip: at alpha 0.99
-  power takes 58 ms against GMRES's 236 ms on cnr-2000 (H100) although GMRES needs 6.6x
-  fewer products; every other method is slower per step too.
+* **GPU** — ``power``. The fused power step replayed as a CUDA graph costs less than one
+  Krylov iteration's host round trip, so power is the fastest in wall time at every
+  alpha although GMRES needs several times fewer products; every other method is slower
+  per step too.
 * **CPU, graphs on the Numba kernels** (from :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES`
   links) — ``gauss-seidel``: one block per thread, the dangling rows lumped,
-  Anderson-mixed every two sweeps. At tol 1e-10 it was the fastest method, or within 7%
-  of it, at every alpha measured (0.85 and 0.99) on cnr-2000, web-NotreDame and
-  soc-Epinions1, on 2 cores (the development VM) and on 2, 4 and 16 cores of the H100
-  host: on 2 cores 1.6-2.7x power at 0.85, 5.6-13x power and 1.9-19x GMRES at 0.99; on
-  16 cores cnr-2000 at 0.85 in 0.089 s against power's 0.131 (web-NotreDame 0.116
-  against 0.108: the 7%) and 0.39 s against 1.95 at 0.99 (``benchmarks/cpu_engines.py
-  --methods``, ``benchmarks/results/cpu_methods*``; docs/solvers.md).
+  Anderson-mixed every two sweeps. It was the fastest method, or within 7% of it, at
+  alpha 0.85 and 0.99 on cnr-2000, web-NotreDame and soc-Epinions1, on 2, 4 and 16
+  cores.
 * **CPU, smaller graphs** (the serial SciPy step, no Numba import) — ``gmres`` from
   ``alpha >= KRYLOV_MIN_ALPHA``, else ``power``.
 
