@@ -341,3 +341,17 @@ def test_gpu_warmup_is_harmless_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("WEBRANK_GPU_WARMUP", "0")
     webrank.pagerank(str(path), tol=1e-12)
     assert backends._warmup is None
+
+
+def test_top_table_is_top_as_a_table():
+    pytest.importorskip("pandas")
+    g = graph_of(SEED_SIX)
+    r = webrank.pagerank(g, tol=1e-12)
+    df = r.top_table(4)
+    assert df.columns.tolist() == ["rank", "node", "score"]
+    assert list(zip(df["node"], df["score"], strict=True)) == r.top(4)
+    assert df["rank"].tolist() == [1, 2, 3, 4]
+    t = r.top_table(100, kind="arrow")  # k past n: every node
+    assert t.num_rows == g.n and t.column("node").to_pylist() == [n for n, _ in r.top(g.n)]
+    with pytest.raises(ValueError, match="kind"):
+        r.top_table(kind="polars")

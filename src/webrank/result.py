@@ -117,19 +117,49 @@ class PageRankResult:
             return np.arange(self.scores.size)
         return self.graph.node_labels()
 
-    def top(self, k: int = 10) -> list[tuple[Any, float]]:
-        """The ``k`` highest-ranked nodes as ``(label, score)``, ties broken by node index."""
+    def _top_indices(self, k: int) -> np.ndarray:
+        """Node indices of the ``k`` best, descending score, ties by node index."""
         k = max(0, min(int(k), self.scores.size))
         if k == 0:
-            return []
+            return np.zeros(0, dtype=np.int64)
         # lexsort: primary key last -> descending score, then ascending index
         idx = np.arange(self.scores.size)
         if k < self.scores.size:
             cut = np.partition(self.scores, self.scores.size - k)[self.scores.size - k]
             idx = np.flatnonzero(self.scores >= cut)
-        order = idx[np.lexsort((idx, -self.scores[idx]))][:k]
+        return idx[np.lexsort((idx, -self.scores[idx]))][:k]
+
+    def top(self, k: int = 10) -> list[tuple[Any, float]]:
+        """The ``k`` highest-ranked nodes as ``(label, score)``, ties broken by node index."""
         labels = self.labels
-        return [(_py(labels[i]), float(self.scores[i])) for i in order]
+        return [(_py(labels[i]), float(self.scores[i])) for i in self._top_indices(k)]
+
+    def top_table(self, k: int = 10, *, kind: str = "pandas") -> Any:
+        """The ``k`` highest-ranked nodes as a table, best first: columns ``rank`` (1 =
+        best), ``node`` (label) and ``score``, in the order of :meth:`top`.
+
+        Parameters
+        ----------
+        k : int, default 10
+            Rows (all nodes if ``k`` is larger).
+        kind : {"pandas", "arrow"}, default "pandas"
+            A ``pandas.DataFrame`` (needs pandas) or a ``pyarrow.Table``.
+
+        Examples
+        --------
+        >>> import webrank
+        >>> g = webrank.Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1])
+        >>> webrank.pagerank(g, tol=1e-10).top_table(2, kind="arrow").column("node").to_pylist()
+        [1, 2]
+        """
+        if kind not in ("pandas", "arrow"):
+            raise ValueError(f"kind must be 'pandas' or 'arrow', not {kind!r}")
+        order = self._top_indices(k)
+        columns = {"rank": np.arange(1, order.size + 1, dtype=np.int64),
+                   "node": np.asarray(self.labels)[order], "score": self.scores[order]}
+        from webrank.io.frames import columns_to_arrow, columns_to_pandas
+
+        return (columns_to_pandas if kind == "pandas" else columns_to_arrow)(columns)
 
     def to_dict(self) -> dict[Any, float]:
         """``{label: score}`` for every node."""
