@@ -182,3 +182,24 @@ def test_canonical_files_take_the_parallel_parse(tmp_path, parallel, monkeypatch
                                                    for i in range(300)))
         g = load(p)
         assert g.num_edges == 300 and g.labels[0] == 9
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_factorize_in_parallel_slices_is_the_serial_numbering(monkeypatch, threads):
+    # slices hashed in threads, dictionaries merged: the same codes and labels (first
+    # appearance, src-then-dst interleaved) as one hash pass, across chunk boundaries
+    import pyarrow as pa
+
+    from webrank.io import tables
+
+    rng = np.random.default_rng(threads)
+    words = np.array([f"http://h{i % 13}.org/{i}" for i in range(3000)])
+    src = pa.chunked_array([pa.array(words[rng.integers(0, 3000, 700)]) for _ in range(3)])
+    dst = pa.chunked_array([pa.array(words[rng.integers(0, 2000, 1050)]) for _ in range(2)])
+    want = tables.factorize(src, dst, threads=1)
+    monkeypatch.setattr(tables, "PARALLEL_ENCODE_MIN", 64)
+    got = tables.factorize(src, dst, threads=threads)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # first appearance: label 0 is src[0], label 1 the next new one in file order
+    assert got[2][0] == src[0].as_py() and got[0][0] == 0

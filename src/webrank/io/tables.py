@@ -334,7 +334,8 @@ def adjacency_edges(
     return row, col, values, int(coo.shape[0])
 
 
-def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def factorize(src: Any, dst: Any, threads: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Number the labels of ``src``/``dst`` ``0..k-1`` in order of first appearance.
 
     First appearance is in file order, ``src[0], dst[0], src[1], dst[1], ...``.
@@ -344,6 +345,10 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     src, dst : pyarrow Array or ChunkedArray
         Labels of the edge endpoints (strings, or any hashable arrow type).
 
+    threads : int, optional
+        Threads hashing slices of the labels at once (default: Arrow's CPU count; from
+        :data:`PARALLEL_ENCODE_MIN` labels on), their dictionaries merged after.
+
     Returns
     -------
     codes_src, codes_dst : ndarray of int64
@@ -352,7 +357,6 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         Label of each node (an object array of ``str`` for strings).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     def chunks(a: Any) -> list[Any]:
         return list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]
@@ -360,16 +364,7 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m = len(src)
     # (the type given: an empty column may have no chunks at all)
     both = pa.chunked_array(chunks(src) + chunks(dst), type=src.type)
-    # one hash pass: over a ChunkedArray, pyarrow encodes every chunk against one shared
-    # dictionary (first-appearance order, src-then-dst); checked, with a fallback
-    enc = pc.dictionary_encode(both)
-    dicts = [c.dictionary for c in enc.chunks]
-    if dicts and all(len(d) == len(dicts[-1]) for d in dicts):
-        uniq = dicts[-1]
-        codes = np.concatenate([numpy_of(c.indices) for c in enc.chunks])
-    else:  # pragma: no cover - older pyarrow
-        uniq = pc.unique(both)
-        codes = np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
+    uniq, codes = _dictionary_codes(both, threads)
     cs, cd = codes[:m], codes[m:]
     k = len(uniq)
     # reorder to first appearance in interleaved (file) order: the first position of
@@ -383,3 +378,51 @@ def factorize(src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rank[order] = np.arange(k, dtype=np.int64)
     node_labels = uniq.take(pa.array(order)).to_numpy(zero_copy_only=False)
     return rank[cs], rank[cd], node_labels
+
+
+#: labels from which :func:`factorize` hashes slices in parallel
+PARALLEL_ENCODE_MIN = 1 << 20
+
+
+def _dictionary_codes(both: Any, threads: int | None) -> tuple[Any, np.ndarray]:
+    """``(dictionary, codes)`` of a ChunkedArray: each value's index into the dictionary
+    of its distinct values. Slices are hashed in threads (pyarrow's hashing runs on one
+    core and releases the interpreter), then their dictionaries are hashed once more
+    into one and the codes mapped through it; the dictionary's order does not matter
+    (:func:`factorize` reorders by first appearance)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(both)
+    t = pa.cpu_count() if threads is None else int(threads)
+    t = max(1, min(t, n // (PARALLEL_ENCODE_MIN // 4) if n >= PARALLEL_ENCODE_MIN else 1))
+    pieces = [both.slice(i * n // t, (i + 1) * n // t - i * n // t) for i in range(t)]
+    if t > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(t) as pool:
+            encoded = list(pool.map(pc.dictionary_encode, pieces))
+    else:
+        encoded = [pc.dictionary_encode(both)]
+    parts = []
+    for enc in encoded:
+        # over a ChunkedArray pyarrow encodes every chunk against one shared dictionary
+        # (the last chunk's holds them all); checked, with a fallback
+        dicts = [c.dictionary for c in enc.chunks]
+        if not all(len(d) == len(dicts[-1]) for d in dicts):  # pragma: no cover - old pyarrow
+            uniq = pc.unique(both)
+            return uniq, np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
+        codes = (np.concatenate([numpy_of(c.indices) for c in enc.chunks]) if dicts
+                 else np.zeros(0, dtype=np.int32))
+        parts.append((dicts[-1] if dicts else pa.array([], type=both.type), codes))
+    if len(parts) == 1:
+        return parts[0]
+    merged = pc.dictionary_encode(pa.chunked_array([d for d, _ in parts], type=both.type))
+    if len({len(c.dictionary) for c in merged.chunks}) != 1:  # pragma: no cover
+        return _dictionary_codes(both, 1)
+    uniq = merged.chunks[-1].dictionary
+    global_of = np.concatenate([numpy_of(c.indices) for c in merged.chunks])
+    starts = np.cumsum([0] + [len(d) for d, _ in parts])
+    return uniq, np.concatenate([global_of[starts[i]:starts[i + 1]][codes]
+                                 for i, (_, codes) in enumerate(parts)])
+
