@@ -235,10 +235,13 @@ def test_fixed_step_skips_the_rows_the_mask_marks():
 
     def step(calm, patience):
         x_out, xs_out = np.empty_like(x), np.empty_like(x)
-        res, dm_out = fixed_step(g.indptr, g.indices, c["edge_vals"], xs, x, c["node_scale"],
-                                 c["tele"], c["dist"], c["alpha_q"], dm, 0, PRODUCT_EXACT,
-                                 bounds, x_out, xs_out, np.zeros(8), np.zeros(8, np.uint64),
-                                 calm, 0, patience)
+        res, dm_out = fixed_step(g.indptr, g.indices, c["edge_vals"], xs=xs, x=x,
+                                 node_scale=c["node_scale"], tele=c["tele"], dist=c["dist"],
+                                 alpha_q=c["alpha_q"], dm=dm, crit=0, product=PRODUCT_EXACT,
+                                 bounds=bounds, x_out=x_out, xs_out=xs_out,
+                                 partial_res=np.zeros(8),
+                                 partial_dm=np.zeros(8, np.uint64), calm=calm, theta=0,
+                                 patience=patience)
         return x_out, xs_out, res, dm_out
 
     full_x, full_xs, full_res, _ = step(None, 0)

@@ -193,10 +193,10 @@ class CPUBatchOperator(BatchOperator):
         partial = np.zeros((self.bounds.size - 1, 3))
         g = self.graph
         res, dmass, mass = kernels.fused_step(
-            g.indptr, g.indices, self.vals, block.g[:, 0], block.x[:, 0], v, d, self.inv_out,
-            self.alpha, float(block.dmass[0]), float(block.mass[0]),
-            CRITERION_CODE[criterion], block.delta, self.bounds, x_out[:, 0], g_out[:, 0],
-            partial)
+            g.indptr, g.indices, self.vals, xs=block.g[:, 0], x=block.x[:, 0], v=v, d=d,
+            inv_out=self.inv_out, alpha=self.alpha, dm=float(block.dmass[0]),
+            mass=float(block.mass[0]), crit=CRITERION_CODE[criterion], delta=block.delta,
+            bounds=self.bounds, x_out=x_out[:, 0], xs_out=g_out[:, 0], partial=partial)
         return np.array([res]), np.array([dmass]), np.array([mass])
 
     def compact(self, block: Batch, keep: np.ndarray) -> None:

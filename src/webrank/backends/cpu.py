@@ -164,19 +164,20 @@ class CPUOperator(PageRankOperator):
         while steps < max_steps:
             if layout is not None:
                 res, dm, mass = kernels.blocked_step(
-                    layout, xs, x, self._v_k, self._d_k, self._inv_out, self.alpha, dm,
-                    mass, crit, delta, x_next, xs_next, partial)
+                    layout, xs=xs, x=x, v=self._v_k, d=self._d_k, inv_out=self._inv_out,
+                    alpha=self.alpha, dm=dm, mass=mass, crit=crit, delta=delta,
+                    x_out=x_next, xs_out=xs_next, partial=partial)
             elif numba:
                 res, dm, mass = kernels.fused_step(
-                    g.indptr, g.indices, self._vals, xs, x, self._v_k, self._d_k,
-                    self._inv_out, self.alpha, dm, mass, crit, delta, self._bounds, x_next,
-                    xs_next, self._partial,
-                )
+                    g.indptr, g.indices, self._vals, xs=xs, x=x, v=self._v_k, d=self._d_k,
+                    inv_out=self._inv_out, alpha=self.alpha, dm=dm, mass=mass, crit=crit,
+                    delta=delta, bounds=self._bounds, x_out=x_next, xs_out=xs_next,
+                    partial=self._partial)
             else:
                 res, dm, mass = kernels.scipy_step(
-                    matrix, dangling, xs, x, self._v_k, self._d_k, self._inv_out,
-                    self.alpha, dm, mass, crit, delta, x_next, xs_next,
-                )
+                    matrix, dangling, xs=xs, x=x, v=self._v_k, d=self._d_k,
+                    inv_out=self._inv_out, alpha=self.alpha, dm=dm, mass=mass, crit=crit,
+                    delta=delta, x_out=x_next, xs_out=xs_next)
             if self.delta_steps and not delta:
                 # switch to delta steps: gather (x_1 - x_0) / out from now on
                 d1 = x_next - x
@@ -256,9 +257,10 @@ class CPUOperator(PageRankOperator):
         done, converged = 0, False
         while done < steps:
             res, ddm = cpu_adaptive.adaptive_step(
-                g.indptr, g.indices, vals, xs_cur, x_cur, self._v_k, self._d_k,
-                self._inv_out, self.alpha, dm, crit, float(theta), rows, bounds, calm,
-                x_new, xs_new, partial)
+                g.indptr, g.indices, vals, xs=xs_cur, x=x_cur, v=self._v_k, d=self._d_k,
+                inv_out=self._inv_out, alpha=self.alpha, dm=dm, crit=crit,
+                theta=float(theta), rows=rows, bounds=bounds, calm=calm, x_out=x_new,
+                xs_out=xs_new, partial=partial)
             dm += ddm
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
@@ -291,9 +293,10 @@ class CPUOperator(PageRankOperator):
         done, converged = 0, False
         while done < max_steps:
             res, dm = cpu_fixed.fixed_step(
-                g.indptr, g.indices, edge_vals, xs_cur, x_cur, node_scale, tele, dist,
-                alpha_q, dm, crit, product, self._bounds, x_new, xs_new, partial_res,
-                partial_dm, calm, theta, patience)
+                g.indptr, g.indices, edge_vals, xs=xs_cur, x=x_cur, node_scale=node_scale,
+                tele=tele, dist=dist, alpha_q=alpha_q, dm=dm, crit=crit, product=product,
+                bounds=self._bounds, x_out=x_new, xs_out=xs_new, partial_res=partial_res,
+                partial_dm=partial_dm, calm=calm, theta=theta, patience=patience)
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
             residuals.append(float((np.sqrt(res) if crit == 1 else res) * ulp))

@@ -340,9 +340,10 @@ class PartitionedOperator(PageRankOperator):
         for step in range(1, max_steps + 1):
             res, local = 0.0, np.zeros(2)
             for h, a, b, (v, d) in zip(homes, xl, xl_next, vd, strict=True):
-                r, ddm, dmass = cpu.fused_step(h.indptr, h.indices, h.vals, xs, a, v, d,
-                                               h.inv_out, self.alpha, dm, mass, crit, delta,
-                                               h.bounds, b, xs_next[h.r0:h.r1], h.partial)
+                r, ddm, dmass = cpu.fused_step(
+                    h.indptr, h.indices, h.vals, xs=xs, x=a, v=v, d=d, inv_out=h.inv_out,
+                    alpha=self.alpha, dm=dm, mass=mass, crit=crit, delta=delta,
+                    bounds=h.bounds, x_out=b, xs_out=xs_next[h.r0:h.r1], partial=h.partial)
                 res = max(res, r) if crit == 2 else res + r
                 local += (ddm, dmass)
             if self.delta_steps and not delta:

@@ -223,6 +223,7 @@ def fused_step(
     indptr: np.ndarray,
     indices: np.ndarray,
     vals: np.ndarray,
+    *,
     xs: np.ndarray,
     x: np.ndarray,
     v: np.ndarray,
@@ -259,8 +260,9 @@ def fused_step(
     jit = numba_kernels()
     if jit is None:  # pragma: no cover - only without numba
         return scipy_step(in_link_matrix(indptr, indices, vals, xs.size),
-                          np.flatnonzero(inv_out == 0), xs, x, v, d, inv_out, alpha, dm,
-                          mass, crit, delta, x_out, xs_out)
+                          np.flatnonzero(inv_out == 0), xs=xs, x=x, v=v, d=d,
+                          inv_out=inv_out, alpha=alpha, dm=dm, mass=mass, crit=crit,
+                          delta=delta, x_out=x_out, xs_out=xs_out)
     jit.fused_step(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
                    delta, bounds, x_out, xs_out, partial)
     p = partial[: bounds.size - 1]
@@ -374,7 +376,7 @@ def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                             vals=lvals)
 
 
-def blocked_step(layout: CPUBlockedLayout, xs: np.ndarray, x: np.ndarray, v: np.ndarray,
+def blocked_step(layout: CPUBlockedLayout, *, xs: np.ndarray, x: np.ndarray, v: np.ndarray,
                  d: np.ndarray, inv_out: np.ndarray, alpha: float, dm: float, mass: float,
                  crit: int, delta: bool, x_out: np.ndarray, xs_out: np.ndarray,
                  partial: np.ndarray) -> tuple[float, float, float]:
@@ -453,6 +455,7 @@ def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
 def scipy_step(
     matrix: Any,
     dangling: np.ndarray,
+    *,
     xs: np.ndarray,
     x: np.ndarray,
     v: np.ndarray,

@@ -74,7 +74,7 @@ def row_bounds(indptr: np.ndarray, rows: np.ndarray, chunks: int) -> np.ndarray:
 
 
 def adaptive_step(
-    indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray, xs: np.ndarray,
+    indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray, *, xs: np.ndarray,
     x: np.ndarray, v: np.ndarray, d: np.ndarray, inv_out: np.ndarray, alpha: float,
     dm: float, crit: int, theta: float, rows: np.ndarray, bounds: np.ndarray,
     calm: np.ndarray, x_out: np.ndarray, xs_out: np.ndarray, partial: np.ndarray,

@@ -153,7 +153,7 @@ def mulfrac_array(a: np.ndarray, f: np.ndarray | int, product: int = PRODUCT_EXA
 
 
 def fixed_step(
-    indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray, xs: np.ndarray,
+    indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray, *, xs: np.ndarray,
     x: np.ndarray, node_scale: np.ndarray, tele: np.ndarray, dist: np.ndarray,
     alpha_q: int, dm: int, crit: int, product: int, bounds: np.ndarray, x_out: np.ndarray,
     xs_out: np.ndarray, partial_res: np.ndarray, partial_dm: np.ndarray,
