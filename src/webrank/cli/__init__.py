@@ -392,7 +392,7 @@ def convert(graph, out, shards, source: GraphSource) -> None:
 def compare(scores_a, reference, k, tie_tol, as_json) -> None:
     """Compare the score file SCORES_A with REFERENCE (files written by `rank -o`).
 
-    Prints Sgherzi's measures (% of nodes in a wrong rank position: outside the
+    Prints the rank-correctness measures (% of nodes in a wrong rank position: outside the
     positions their group of tied reference scores occupies; the strict count, with
     ties ordered by node index, beside it; mean and variance of the value
     displacement), Kendall tau, the top-k overlap and the L1/L2/Linf distances.
