@@ -86,7 +86,7 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
     grid = int(min(num_parts, 4 * sms))
     counts = cp.zeros(num_chunks * num_parts, dtype=cp.int64)
     cw = int(min(num_chunks, kb.COUNT_WINDOW))
-    count = kb.get(kb.count_name(ip, ix))
+    count = kb.get_kernel(kb.count_name(ip, ix))
     count.max_dynamic_shared_size_bytes = 4 * cw
     count((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
                                  np.int32(bits), np.int64(num_chunks), np.int32(cw), counts),
@@ -100,7 +100,7 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
     vals_out = cp.empty(m, dtype=dtype) if weighted else cp.zeros(1, dtype=dtype)
     fw = int(min(num_chunks, kb.FILL_WINDOW))
     smem = 8 * fw + 4 * (plan.part_rows_max + 1)
-    fill = kb.get(kb.fill_name(ip, ix, dtype.name, weighted))
+    fill = kb.get_kernel(kb.fill_name(ip, ix, dtype.name, weighted))
     fill.max_dynamic_shared_size_bytes = smem
     fill((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
                                 vals if weighted else vals_out, np.int32(bits),
@@ -147,9 +147,9 @@ class BlockedStep:
         self.scatter_smem = (1 << plan.chunk_bits) * np.dtype(dtype).itemsize
         self.gather_smem = max(plan.part_rows_max, 1) * SUM_ITEMSIZE
         t = np.dtype(dtype).name
-        self.scatter = kb.get(kb.scatter_name(t, weighted))
+        self.scatter = kb.get_kernel(kb.scatter_name(t, weighted))
         self.scatter.max_dynamic_shared_size_bytes = self.scatter_smem
-        self.gather = kb.get(kb.gather_name(t))
+        self.gather = kb.get_kernel(kb.gather_name(t))
         self.gather.max_dynamic_shared_size_bytes = self.gather_smem
         self.scatter_grid = int(max(1, min(layout.num_tiles, 2 * sms)))
 

@@ -383,6 +383,6 @@ def all_names() -> list[str]:
     return sorted(set(names))
 
 
-def get(name: str):
+def get_kernel(name: str):
     """The compiled kernel ``name`` (an instantiation from the ``*_name`` helpers)."""
     return compiled_kernel(SOURCE, name)
