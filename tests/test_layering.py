@@ -210,3 +210,35 @@ def test_every_webrank_import_resolves():
                     continue
                 broken.append(f"{name}: {alias.name} is not in {node.module}")
     assert not broken, "\n".join(broken)
+
+
+def test_every_attribute_of_an_imported_webrank_module_exists():
+    """``kb.get_kernel(...)`` where ``kb`` is an imported webrank module (``from
+    webrank.kernels import cuda_blocked as kb``): the attribute exists, on every path."""
+    import importlib
+
+    broken = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.split(".")[0] == "webrank":
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname and a.name in MODULES:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and isinstance(node.ctx, ast.Load)):
+                target = aliases[node.value.id]
+                try:
+                    mod = importlib.import_module(target)
+                except ImportError:
+                    continue
+                if not hasattr(mod, node.attr) and f"{target}.{node.attr}" not in MODULES:
+                    broken.append(f"{name}:{node.lineno}: {target}.{node.attr}")
+    assert not broken, "\n".join(sorted(set(broken)))
