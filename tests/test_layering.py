@@ -242,3 +242,21 @@ def test_every_attribute_of_an_imported_webrank_module_exists():
                 if not hasattr(mod, node.attr) and f"{target}.{node.attr}" not in MODULES:
                     broken.append(f"{name}:{node.lineno}: {target}.{node.attr}")
     assert not broken, "\n".join(sorted(set(broken)))
+
+
+def test_no_private_attribute_of_another_object():
+    """``obj._x`` only on ``self``/``cls``/``super()`` (a class's own state): what other
+    modules need of an object is public (``Graph.cached`` rather than ``graph._cache``).
+    The exceptions are other libraries' names, listed."""
+    allowed = {"os._exit", "self.MPI._typedict", "G._adj",  # stdlib, mpi4py, networkx
+               "GPUOperator._setup_engine"}  # an explicit base-class call
+    found = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            owner = ast.unparse(node.value)
+            if owner in ("self", "cls", "super()") or f"{owner}.{node.attr}" in allowed:
+                continue
+            found.append(f"{name}:{node.lineno}: {owner}.{node.attr}")
+    assert not found, "\n".join(found)

@@ -24,7 +24,7 @@ Node-set and edge policy (the same as ``networkx.DiGraph`` built from the same e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -367,6 +367,24 @@ class Graph:
     def dangling(self) -> np.ndarray:
         """Boolean mask of dangling nodes (no out-edge, or only zero-weight ones)."""
         return self.out_weight == 0
+
+    # -- derived data kept with the graph ------------------------------------------------
+    def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        """What ``build()`` returns, built on the first call for ``key`` and kept with the
+        graph (its arrays do not change): layouts, device copies, transposes."""
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = build()
+        return value
+
+    def is_cached(self, key: Any) -> bool:
+        """Whether :meth:`cached` already holds ``key``."""
+        return key in self._cache
+
+    def remember(self, key: Any, value: Any) -> None:
+        """Keep ``value`` for ``key`` (derived data computed elsewhere, e.g. spliced from
+        the graph this one was edited from)."""
+        self._cache[key] = value
 
     @property
     def in_degree(self) -> np.ndarray:

@@ -130,7 +130,7 @@ from webrank.solvers import in_epochs
 
 __all__ = ["edit_graph", "update"]
 
-_OUT_CSR = "incremental.out_csr"  # Graph._cache key of the out-link CSR (indptr, indices)
+_OUT_CSR = "incremental.out_csr"  # Graph.cached key of the out-link CSR (indptr, indices)
 
 
 # -- edge batches -----------------------------------------------------------------------
@@ -247,16 +247,15 @@ def _splice_csr(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray | None, n
 
 def _out_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     """The out-link CSR ``(indptr, targets)`` of ``graph`` (targets sorted), cached."""
-    cached = graph._cache.get(_OUT_CSR)
-    if cached is None:
+    def build() -> tuple[np.ndarray, np.ndarray]:
         ones = np.ones(graph.num_edges, dtype=np.int8)
         # CSR -> CSC of the in-link matrix is a C++ counting sort: O(n + m)
         csc = sp.csr_array((ones, graph.indices, graph.indptr),
                            shape=(graph.n, graph.n)).tocsc()
-        cached = graph._cache[_OUT_CSR] = (
-            csc.indptr.astype(index_dtype(graph.num_edges), copy=False),
-            csc.indices.astype(index_dtype(graph.n), copy=False))
-    return cached
+        return (csc.indptr.astype(index_dtype(graph.num_edges), copy=False),
+                csc.indices.astype(index_dtype(graph.n), copy=False))
+
+    return graph.cached(_OUT_CSR, build)
 
 
 class _Edit:
@@ -358,8 +357,8 @@ def _resolve_edit(graph: Graph, added_edges: Any, removed_edges: Any) -> _Edit:
     # the out-link CSR, spliced rather than transposed again
     out_indptr, out_targets = _out_csr(graph)
     pos_out = _locate(out_indptr, out_targets, src_del, dst_del)
-    new_graph._cache[_OUT_CSR] = _splice_csr(out_indptr, out_targets, None, n_new, pos_out,
-                                             src_del, src_add, dst_add, None)[:2]
+    new_graph.remember(_OUT_CSR, _splice_csr(out_indptr, out_targets, None, n_new, pos_out,
+                                             src_del, src_add, dst_add, None)[:2])
     return _Edit(graph, n_new, src_del, dst_del, src_add, dst_add, src_reweighted, new_graph)
 
 

@@ -208,7 +208,7 @@ class CPUOperator(PageRankOperator):
             expected = (np.log(tol) / np.log(self.alpha) if 0 < tol < 1 and 0 < self.alpha < 1
                         else max_steps)
             long = min(expected, max_steps) >= BLOCKED_MIN_STEPS
-            engine = "blocked" if key in self.graph._cache or long else "pull"
+            engine = "blocked" if self.graph.is_cached(key) or long else "pull"
         self.info["engine"] = engine
         return engine
 
@@ -217,10 +217,8 @@ class CPUOperator(PageRankOperator):
         build time in ``info["layout_build_s"]``; 0 when it was cached)."""
         g = self.graph
         key = ("cpu-blocked", kernels.BLOCKED_PART_ROWS, self._vals.dtype.str)
-        layout = g._cache.get(key)
         t0 = time.perf_counter()
-        if layout is None:
-            layout = g._cache[key] = kernels.blocked_layout(g.indptr, g.indices, self._vals)
+        layout = g.cached(key, lambda: kernels.blocked_layout(g.indptr, g.indices, self._vals))
         self.info["layout_build_s"] = time.perf_counter() - t0
         self.info["layout_pairs_per_link"] = layout.num_pairs / max(g.num_edges, 1)
         return layout

@@ -84,14 +84,12 @@ def on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
     import cupy as cp
 
     full = ("gpu", cp.cuda.Device().id, *key)
-    cached = graph._cache.get(full)
-    if cached is None:
+    if not graph.is_cached(full):
         free, _total = cp.cuda.runtime.memGetInfo()
         free += cp.get_default_memory_pool().free_bytes()
         if nbytes > free:
             raise DeviceMemoryError(nbytes, free, f"{graph!r}")
-        cached = graph._cache[full] = build()
-    return cached
+    return graph.cached(full, build)
 
 
 def gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:

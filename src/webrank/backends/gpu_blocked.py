@@ -237,7 +237,7 @@ class BlockedGPUOperator(GPUOperator):
         weighted = self._weighted
         need = blocked_device_bytes(self.n, graph.num_edges, self.dtype.name, weighted,
                                     plan.num_parts * plan.num_chunks)
-        built = ("gpu", cp.cuda.Device().id, *key) in graph._cache
+        built = graph.is_cached(("gpu", cp.cuda.Device().id, *key))
 
         def build() -> dict[str, Any]:
             layout = build_on_device(self._g, self._vals if weighted else None, plan,

@@ -70,10 +70,7 @@ class LumpedSystem:
     def of(cls, op: Any, blocks: int) -> LumpedSystem:
         key = ("gauss-seidel system", int(blocks),
                str(np.dtype(op.dtype)) if op.graph.weights is not None else None)
-        cache = op.graph._cache
-        if key not in cache:
-            cache[key] = cls(op, blocks)
-        return cache[key]
+        return op.graph.cached(key, lambda: cls(op, blocks))
 
     def inputs(self, op: Any) -> tuple[dict[str, Any], Lumped]:
         """The sweep kernel's arrays for the operator's alpha and distributions, and the
