@@ -450,6 +450,15 @@ def update(
         unweighted graph, ...), before any work.
     ConvergenceError
         Not converged within ``max_iter`` verification steps.
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1])
+    >>> r = webrank.pagerank(g, tol=1e-10)
+    >>> r2 = webrank.update(r, added_edges=[(0, 2)])
+    >>> r2.method, [node for node, _ in r2.top(3)]
+    ('incremental', [2, 1, 0])
     """
     if not isinstance(previous_result, PageRankResult):
         raise ValueError("previous_result must be a PageRankResult (from webrank.pagerank "

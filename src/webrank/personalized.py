@@ -359,8 +359,11 @@ def personalized_pagerank(
 
     Examples
     --------
-    >>> r = webrank.personalized_pagerank(g, [{1, 2}, {7}], top=10)  # doctest: +SKIP
-    >>> r.top(0, 3)  # doctest: +SKIP
+    >>> import webrank
+    >>> g = webrank.Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1])
+    >>> pp = webrank.personalized_pagerank(g, [{0}, {2}], tol=1e-10)
+    >>> pp.k, [node for node, _ in pp.top(0, 2)]
+    (2, [1, 2])
     """
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     if tol == 0:
