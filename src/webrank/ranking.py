@@ -26,7 +26,7 @@ from webrank.backends import (
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.result import PageRankResult
-from webrank.solvers import get_solver, solver_spec
+from webrank.solvers import SolverSpec, solver_spec
 
 __all__ = ["pagerank"]
 
@@ -182,7 +182,8 @@ def pagerank(
         if twice:
             raise ValueError(f"options {twice} given both as keywords and in engine_options")
         options = {**options, **engine_options}
-    solve = get_solver(method)
+    spec = solver_spec(method)
+    solve = spec.solve
     _check_options(method, solve, options)
     if not isinstance(graph, Graph) and device != "cpu":
         start_gpu_warmup()  # CUDA's start overlaps with reading the file
@@ -193,11 +194,10 @@ def pagerank(
     x0 = as_distribution(nstart, graph, "nstart")
 
     gpus = _check_gpus(options.pop("gpus", None), device, method, options)
-    backend = _solver_device(method, device)
+    backend = _solver_device(spec, device)
     if graph.on_gpu and backend == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
-    spec = solver_spec(method)
     kind = spec.operator or backend  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
     if gpus > 1:  # several GPUs of this host, driven from this process (webrank.distributed)
@@ -288,18 +288,17 @@ def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) ->
     return int(gpus)
 
 
-def _solver_device(method: str, device: str) -> str:
-    """The device ``method`` runs on for ``device`` (its :class:`SolverSpec` names the
+def _solver_device(spec: SolverSpec, device: str) -> str:
+    """The device the solver of ``spec`` runs on for ``device`` (the spec names the
     devices it supports); ValueError before any work when it cannot run where asked."""
-    spec = solver_spec(method)
     devices = spec.devices
     if device == "auto" and len(devices) == 1:
         device = devices[0]
     # an explicit device the method cannot use is refused before probing for a GPU
     backend = device if device in ("cpu", "gpu") else resolve_device(device)
     if backend not in devices:
-        raise ValueError(f"method {method!r} runs on device {' or '.join(devices)} only, "
-                         f"not {backend!r}{spec.device_note}")
+        raise ValueError(f"method {spec.name!r} runs on device {' or '.join(devices)} "
+                         f"only, not {backend!r}{spec.device_note}")
     backend = resolve_device(backend)
     return backend
 

@@ -391,38 +391,45 @@ def _dictionary_codes(both: Any, threads: int | None) -> tuple[Any, np.ndarray]:
     into one and the codes mapped through it; the dictionary's order does not matter
     (:func:`factorize` reorders by first appearance)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = len(both)
     t = pa.cpu_count() if threads is None else int(threads)
-    t = max(1, min(t, n // (PARALLEL_ENCODE_MIN // 4) if n >= PARALLEL_ENCODE_MIN else 1))
-    pieces = [both.slice(i * n // t, (i + 1) * n // t - i * n // t) for i in range(t)]
-    if t > 1:
+    # slices of at least a quarter of PARALLEL_ENCODE_MIN values; none below it
+    t = 1 if n < PARALLEL_ENCODE_MIN else max(1, min(t, n // (PARALLEL_ENCODE_MIN // 4)))
+    if t == 1:
+        parts = [_encoded(both)]
+    else:
         from concurrent.futures import ThreadPoolExecutor
 
+        pieces = [both.slice(i * n // t, (i + 1) * n // t - i * n // t) for i in range(t)]
         with ThreadPoolExecutor(t) as pool:
-            encoded = list(pool.map(pc.dictionary_encode, pieces))
-    else:
-        encoded = [pc.dictionary_encode(both)]
-    parts = []
-    for enc in encoded:
-        # over a ChunkedArray pyarrow encodes every chunk against one shared dictionary
-        # (the last chunk's holds them all); checked, with a fallback
-        dicts = [c.dictionary for c in enc.chunks]
-        if not all(len(d) == len(dicts[-1]) for d in dicts):  # pragma: no cover - old pyarrow
-            uniq = pc.unique(both)
-            return uniq, np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
-        codes = (np.concatenate([numpy_of(c.indices) for c in enc.chunks]) if dicts
-                 else np.zeros(0, dtype=np.int32))
-        parts.append((dicts[-1] if dicts else pa.array([], type=both.type), codes))
-    if len(parts) == 1:
+            parts = list(pool.map(_encoded, pieces))
+    merged = (_encoded(pa.chunked_array([p[0] for p in parts], type=both.type))
+              if len(parts) > 1 and None not in parts else None)
+    if None in parts or (len(parts) > 1 and merged is None):  # pragma: no cover
+        import pyarrow.compute as pc  # an older pyarrow: one pass of unique + index_in
+
+        uniq = pc.unique(both)
+        return uniq, np.asarray(pc.index_in(both, value_set=uniq).to_numpy())
+    if merged is None:
         return parts[0]
-    merged = pc.dictionary_encode(pa.chunked_array([d for d, _ in parts], type=both.type))
-    if len({len(c.dictionary) for c in merged.chunks}) != 1:  # pragma: no cover
-        return _dictionary_codes(both, 1)
-    uniq = merged.chunks[-1].dictionary
-    global_of = np.concatenate([numpy_of(c.indices) for c in merged.chunks])
+    uniq, global_of = merged
     starts = np.cumsum([0] + [len(d) for d, _ in parts])
     return uniq, np.concatenate([global_of[starts[i]:starts[i + 1]][codes]
                                  for i, (_, codes) in enumerate(parts)])
 
+
+def _encoded(values: Any) -> tuple[Any, np.ndarray] | None:
+    """``(dictionary, codes)`` of ``pyarrow.compute.dictionary_encode(values)``, whose
+    chunks share one dictionary (the last chunk's holds them all); None where they do
+    not (an older pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(values)
+    dicts = [c.dictionary for c in enc.chunks]
+    if not dicts:
+        return pa.array([], type=values.type), np.zeros(0, dtype=np.int32)
+    if not all(len(d) == len(dicts[-1]) for d in dicts):
+        return None
+    return dicts[-1], np.concatenate([numpy_of(c.indices) for c in enc.chunks])

@@ -35,7 +35,7 @@ against CUDA with cuSPARSE/cuBLAS, single precision on the GPU not stated).
 DEVICE_TOL = 1e-15
 
 
-def first_below(residuals: np.ndarray, tol: float) -> int | None:
+def steps_to(residuals: np.ndarray, tol: float) -> int | None:
     """The number of steps a run stopping at ``tol`` takes: the first step whose residual
     is below it (None: never, within the steps run)."""
     below = np.flatnonzero(np.asarray(residuals) < tol)
@@ -72,7 +72,7 @@ def run(ctx: BenchContext) -> None:
                     if got is None:
                         continue
                     r, t = got
-                    its = [first_below(r.residuals, tol) for tol in tols]
+                    its = [steps_to(r.residuals, tol) for tol in tols]
                     counts[(device, dtype)] = its
                     ctx.record(f"power {dtype} alpha={alpha} tol=0", t, device=device,
                                params={"graph": name, "alpha": alpha, "dtype": dtype,
