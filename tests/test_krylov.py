@@ -389,3 +389,41 @@ def test_gauss_seidel_lumped_dangling_rows_solve_the_whole_system(case):
         r = webrank.pagerank(g, alpha=0.9, tol=1e-12, method="gauss-seidel", blocks=blocks,
                              **opts)
         assert r.converged and np.abs(r.scores - ref).sum() < 1e-10
+
+
+@pytest.mark.parametrize(("blocks", "weighted"), [(1, True), (4, False), (4, True)])
+def test_gauss_seidel_system_drops_rows_and_sources_not_kept(blocks, weighted):
+    """swept_system on a subset of rows: the kept rows' links from kept nodes, renumbered;
+    each kept node's links into the dropped rows summed (the lumped dangling mass)."""
+    from webrank.kernels.cpu_gauss_seidel import swept_system
+
+    g = random_graph(28, 400, 2500, weighted=weighted, isolated=2)
+    rng = np.random.default_rng(5)
+    keep = np.flatnonzero(rng.random(g.n) < 0.7)
+    vals = g.transition_values() if weighted else np.zeros(0)
+    self_value = rng.random(keep.size)
+    sys_ = swept_system(g.indptr, g.indices, vals, keep, self_value, blocks)
+    compact = np.full(g.n, -1)
+    compact[keep] = np.arange(keep.size)
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    link_vals = vals if weighted else np.ones(g.indices.size)
+    from_kept = compact[g.indices] >= 0
+    into = from_kept & (compact[rows] < 0)
+    expected_mass = np.bincount(compact[g.indices[into]], weights=link_vals[into],
+                                minlength=keep.size)
+    np.testing.assert_allclose(sys_.mass_weight, expected_mass, rtol=1e-12)
+    lay = sys_.layout
+    zero_slot = lay.buffer_size - 1
+    lay_rows = np.repeat(np.arange(keep.size), np.diff(lay.indptr))
+    real = lay.indices != zero_slot
+    idx = lay.indices[real]
+    in_halo = np.clip(idx - keep.size, 0, max(lay.halo.size - 1, 0))
+    sources = np.where(idx >= keep.size, lay.halo[in_halo] if lay.halo.size else -1, idx)
+    kept_links = from_kept & (compact[rows] >= 0)
+    assert np.array_equal(lay_rows[real], compact[rows[kept_links]])
+    assert np.array_equal(sources, compact[g.indices[kept_links]])
+    loops = kept_links & (g.indices == rows)
+    expected_self = np.bincount(compact[rows[loops]], minlength=keep.size,
+                                weights=link_vals[loops] if weighted
+                                else self_value[compact[rows[loops]]])
+    np.testing.assert_allclose(sys_.self_weight, expected_self, rtol=1e-12)

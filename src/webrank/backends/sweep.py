@@ -30,7 +30,7 @@ class LumpedSystem:
 
     def __init__(self, op: Any, blocks: int) -> None:
         # the kernel module imports Numba: not when the solver registry loads
-        from webrank.kernels.cpu_gauss_seidel import block_layout, self_loop_weights
+        from webrank.kernels.cpu_gauss_seidel import swept_system
 
         g = op.graph
         n = g.n
@@ -43,25 +43,12 @@ class LumpedSystem:
                 else np.zeros(0))
         self.live = np.flatnonzero(~dangling)  # the rows swept, ascending
         self.lumped = np.flatnonzero(dangling)
-        compact = np.full(n, -1, dtype=np.int64)
-        compact[self.live] = np.arange(self.live.size)
-        link_row = np.repeat(np.arange(n), np.diff(g.indptr))
-        # compact ids keep the order; a source is dangling only through zero-weight
-        # links, which carry nothing: dropped
-        sources = compact[g.indices]
-        counted = sources >= 0
-        kept = counted & ~dangling[link_row]  # the live rows' links, in CSR order
-        indptr = np.zeros(self.live.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(compact[link_row[kept]], minlength=self.live.size),
-                  out=indptr[1:])
-        indices = sources[kept].astype(g.indices.dtype)
-        live_vals = vals[kept] if weighted else vals
-        self.layout = block_layout(indptr, indices, live_vals, blocks)
-        self.self_weight = self_loop_weights(indptr, indices, live_vals, inv_out[self.live])
+        system = swept_system(g.indptr, g.indices, vals, self.live, inv_out[self.live],
+                              blocks)
+        self.layout = system.layout
+        self.self_weight = system.self_weight
         # each live node's links into the dangling rows, valued as the sums read them
-        into = counted & dangling[link_row]
-        self.mass_weight = np.bincount(sources[into], weights=vals[into] if weighted
-                                       else None, minlength=self.live.size).astype(float)
+        self.mass_weight = system.mass_weight
         self.scale = np.ones(self.live.size) if weighted else inv_out[self.live]
         # what expand reads: the graph's CSR (not the graph: it holds this in its cache)
         self.n, self.indptr, self.indices, self.vals = n, g.indptr, g.indices, vals

@@ -103,17 +103,6 @@ class BlockLayout(NamedTuple):
         return self.indptr.size + self.halo.size
 
 
-@njit(parallel=True, cache=True)
-def _across(indptr, indices, bounds):  # pragma: no cover - compiled
-    """Per link: whether its source lies outside its row's block (blocks in parallel)."""
-    out = np.empty(indices.size, dtype=np.bool_)
-    for b in prange(bounds.size - 1):
-        lo, hi = bounds[b], bounds[b + 1]
-        for k in range(indptr[lo], indptr[hi]):
-            out[k] = not lo <= indices[k] < hi
-    return out
-
-
 @njit(parallel=True, cache=True, fastmath=False)
 def _block_sweep(bounds, indptr, indices, vals, scale, v, d, mass_weight, row_scale, alpha,
                  dm, crit, x, u, partial, record, F, G,
@@ -145,18 +134,6 @@ def _block_sweep(bounds, indptr, indices, vals, scale, v, d, mass_weight, row_sc
         partial[b, 1] = links_into
 
 
-def self_loop_weights(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
-                      inv_out: np.ndarray) -> np.ndarray:
-    """``M_ii`` from links only: ``val(i, i)`` of each node's self-loop, 0 without one."""
-    n = indptr.size - 1
-    rows = np.repeat(np.arange(n), np.diff(indptr))
-    loop = indices == rows
-    out = np.zeros(n)
-    w = vals[loop] if vals.size else inv_out[rows[loop]]
-    np.add.at(out, rows[loop], w)
-    return out
-
-
 #: a row costs the sweep about as much as this many links (its loop's mispredicted exit,
 #: six streamed numbers): blocks are cut to equal ``links + ROW_COST * rows``. Measured
 #: on 2 threads: cnr-2000's 2-block sweep 3.8 ms cut by links alone, 3.2 ms with 16;
@@ -176,37 +153,131 @@ def block_bounds(indptr: np.ndarray, blocks: int) -> np.ndarray:
     return cuts
 
 
+class SweptSystem(NamedTuple):
+    """The rows a sweep solves, in the sweep's layout (:func:`swept_system`)."""
+
+    layout: BlockLayout
+    self_weight: np.ndarray  # float64 M_ii of each kept row (its self-loops' values)
+    mass_weight: np.ndarray  # float64 c: each kept node's links into the dropped rows
+
+
+def swept_system(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
+                 keep: np.ndarray, self_value: np.ndarray, blocks: int) -> SweptSystem:
+    """The sweep's system over the rows ``keep`` (ascending node ids) of an in-link CSR,
+    renumbered ``0..keep.size``: each kept row's links from kept nodes, in
+    :func:`block_layout`'s layout, its self-loops' total value ``M_ii`` and each kept
+    node's links into the other rows (their values summed: ``c`` of the module
+    docstring). A link from a node not kept (a dangling node, through a zero-weight link)
+    carries nothing and is dropped.
+
+    ``vals``: float64 per-link values (empty: unweighted, a link from ``j`` then weighs
+    ``self_value``'s entry for a self-loop and 1 into a dropped row). Every pass over the
+    links runs in Numba, in parallel over row blocks but for the links into dropped rows
+    (one ordered pass: the sums' bits do not depend on the thread count).
+    """
+    n = indptr.size - 1
+    compact = np.full(n, -1, dtype=np.int64)
+    compact[keep] = np.arange(keep.size)
+    kept = _kept_counts(indptr, indices, compact, keep)
+    live_ptr = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(kept, out=live_ptr[1:])
+    bounds = block_bounds(live_ptr, blocks)
+    mark = np.zeros(keep.size, dtype=np.uint8)
+    if bounds.size > 2:
+        _mark_across(indptr, indices, compact, keep, bounds, mark)
+    halo = np.flatnonzero(mark).astype(np.int64)
+    zero_slot = keep.size + halo.size
+    slot = np.cumsum(mark, dtype=np.int64) + (keep.size - 1)  # n + place in the halo
+    padded_ptr = np.zeros(keep.size + 1, dtype=np.int64)
+    np.cumsum(kept + (kept & 1), out=padded_ptr[1:])
+    dtype = np.int32 if zero_slot <= np.iinfo(np.int32).max else np.int64
+    padded = np.empty(int(padded_ptr[-1]), dtype=dtype)
+    padded_vals = np.zeros(padded.size if vals.size else 0)
+    self_weight = np.empty(keep.size)
+    _fill_layout(indptr, indices, vals, compact, keep, bounds, slot, padded_ptr, zero_slot,
+                 self_value, padded, padded_vals, self_weight)
+    mass_weight = np.zeros(keep.size)
+    if keep.size < n:
+        _links_into(indptr, indices, vals, compact, np.flatnonzero(compact < 0), mass_weight)
+    layout = BlockLayout(bounds, padded_ptr, padded, padded_vals, halo)
+    return SweptSystem(layout, self_weight, mass_weight)
+
+
 def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                  blocks: int) -> BlockLayout:
     """The in-link CSR for :func:`block_sweep`: ``blocks`` row blocks of about equal work
     (:func:`block_bounds`), each link from another block pointing into the halo, each
     row with an odd number of links padded with a link to the zero slot (see the module
-    docstring).
+    docstring); every row kept (:func:`swept_system` keeps some).
 
     ``vals``: float64 per-link values of a weighted graph (empty: unweighted)."""
     n = indptr.size - 1
-    bounds = block_bounds(indptr, blocks)
-    if bounds.size > 2:
-        across = _across(indptr, indices, bounds)
-        sources = indices[across]
-        halo = np.unique(sources).astype(np.int64)
-    else:  # one block: every link is its own block's
-        across, halo = None, np.zeros(0, dtype=np.int64)
-    zero_slot = n + halo.size
-    dtype = np.int32 if zero_slot <= np.iinfo(np.int32).max else np.int64
-    row_len = np.diff(indptr)
-    pads_before = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(row_len & 1, out=pads_before[1:])
-    padded_ptr = indptr + pads_before
-    where = np.arange(indices.size) + np.repeat(pads_before[:-1], row_len)
-    padded = np.full(int(padded_ptr[-1]), zero_slot, dtype=dtype)
-    padded[where] = indices
-    if across is not None:
-        padded[where[across]] = n + np.searchsorted(halo, sources)
-    padded_vals = np.zeros(padded.size if vals.size else 0)
-    if vals.size:
-        padded_vals[where] = vals
-    return BlockLayout(bounds, padded_ptr, padded, padded_vals, halo)
+    return swept_system(indptr, indices, vals, np.arange(n), np.zeros(n), blocks).layout
+
+
+@njit(parallel=True, cache=True)
+def _kept_counts(indptr, indices, compact, keep):  # pragma: no cover - compiled
+    """Per kept row: its links from kept nodes."""
+    out = np.empty(keep.size, dtype=np.int64)
+    for c in prange(keep.size):
+        count = 0
+        for e in range(indptr[keep[c]], indptr[keep[c] + 1]):
+            if compact[indices[e]] >= 0:
+                count += 1
+        out[c] = count
+    return out
+
+
+@njit(parallel=True, cache=True)
+def _mark_across(indptr, indices, compact, keep, bounds, mark):  # pragma: no cover
+    """``mark[s] = 1`` for each kept node read by a row of another block."""
+    for b in prange(bounds.size - 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        for c in range(lo, hi):
+            for e in range(indptr[keep[c]], indptr[keep[c] + 1]):
+                s = compact[indices[e]]
+                if s >= 0 and not lo <= s < hi:
+                    mark[s] = 1  # (threads write the same value: no order matters)
+
+
+@njit(parallel=True, cache=True)
+def _fill_layout(indptr, indices, vals, compact, keep, bounds, slot, padded_ptr, zero_slot,
+                 self_value, padded, padded_vals, self_weight):  # pragma: no cover
+    """Each kept row's kept links in CSR order (its own block's nodes as they are, others
+    as their halo ``slot``), a padding link to ``zero_slot`` where the count is odd; its
+    self-loops' values."""
+    weighted = vals.size > 0
+    for b in prange(bounds.size - 1):
+        lo, hi = bounds[b], bounds[b + 1]
+        for c in range(lo, hi):
+            i = keep[c]
+            p = padded_ptr[c]
+            loops = 0.0
+            for e in range(indptr[i], indptr[i + 1]):
+                s = compact[indices[e]]
+                if s < 0:
+                    continue
+                if s == c:
+                    loops += vals[e] if weighted else self_value[c]
+                padded[p] = s if lo <= s < hi else slot[s]
+                if weighted:
+                    padded_vals[p] = vals[e]
+                p += 1
+            if p < padded_ptr[c + 1]:
+                padded[p] = zero_slot
+            self_weight[c] = loops
+
+
+@njit(cache=True)
+def _links_into(indptr, indices, vals, compact, dropped, out):  # pragma: no cover
+    """``out[s] +=`` each kept node's links into the ``dropped`` rows (valued, or 1), in
+    one ordered pass (the sums' bits do not depend on the thread count)."""
+    weighted = vals.size > 0
+    for i in dropped:
+        for e in range(indptr[i], indptr[i + 1]):
+            s = compact[indices[e]]
+            if s >= 0:
+                out[s] += vals[e] if weighted else 1.0
 
 
 def inner_link_share(layout: BlockLayout) -> float:
