@@ -1,4 +1,4 @@
-"""PyArrow columns as NumPy arrays without importing pandas.
+"""PyArrow columns to and from NumPy arrays without importing pandas.
 
 pyarrow's ``Array.to_numpy`` and ``ChunkedArray.to_numpy`` import pandas (0.2-0.3 s, most
 of a first call that reads a small file). Numeric columns without nulls are read here
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["numpy_of"]
+__all__ = ["arrow_of", "numpy_of"]
 
 # arrow type names whose data buffer is a plain NumPy array of this dtype
 _NUMERIC = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -36,3 +36,17 @@ def numpy_of(col: Any) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def arrow_of(a: np.ndarray) -> Any:
+    """A NumPy array as a pyarrow ``Array``: numeric arrays wrap their buffer (no copy
+    of a contiguous array); others (strings, objects) through ``pyarrow.array``, which
+    imports pandas where it is installed."""
+    import pyarrow as pa
+
+    a = np.asarray(a)
+    if a.ndim == 1 and a.dtype.kind in "iuf" and a.dtype.byteorder in "=|":
+        a = np.ascontiguousarray(a)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), a.size,
+                                     [None, pa.py_buffer(a)])
+    return pa.array(a)

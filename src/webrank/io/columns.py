@@ -39,9 +39,8 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
     ValueError
         Another suffix.
     """
-    import pyarrow as pa
-
     from webrank.io.atomic import atomic_write
+    from webrank.io.frames import columns_to_arrow
 
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext == ".json":
@@ -49,12 +48,12 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
         with atomic_write(path, mode="w") as f:
             json.dump(doc, f)
         return
-    table = pa.table({k: np.asarray(v) for k, v in columns.items()})
+    table = columns_to_arrow({k: np.asarray(v) for k, v in columns.items()})
     if ext == ".parquet":
         import pyarrow.parquet as pq
 
         with atomic_write(path) as f:
-            pq.write_table(table, f)
+            pq.write_table(table, f, **_parquet_options(table))
         return
     if ext not in TEXT_SUFFIXES:
         raise ValueError(f"cannot write a table as {ext or 'a file without extension'!r}")
@@ -63,6 +62,25 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
         f.write((sep.join(columns) + "\n").encode())
         for part in _formatted(table, sep):
             f.write(part)
+
+
+def _parquet_options(table: Any) -> dict[str, Any]:
+    """Encodings that suit the columns, no compression: integers (node ids, ranks) as
+    deltas, floats (scores) byte-stream-split; other columns dictionary-encoded.
+
+    Dictionaries of unique values and Snappy on float bits, pyarrow's defaults, cost
+    time and save little (docs/benchmarks.md, writing the scores)."""
+    import pyarrow.types as pt
+
+    encoding = {}
+    for field in table.schema:
+        if pt.is_integer(field.type):
+            encoding[field.name] = "DELTA_BINARY_PACKED"
+        elif pt.is_floating(field.type):
+            encoding[field.name] = "BYTE_STREAM_SPLIT"
+    others = [f.name for f in table.schema if f.name not in encoding]
+    return {"compression": "none", "column_encoding": encoding or None,
+            "use_dictionary": others}
 
 
 def _formatted(table: Any, sep: str) -> Any:

@@ -90,7 +90,10 @@ def columns_to_arrow(columns: Mapping[str, np.ndarray]) -> Any:
     """
     import pyarrow as pa
 
-    return pa.table({k: pa.array(v) for k, v in columns.items()})
+    from webrank.io._arrow import arrow_of
+
+    return pa.Table.from_arrays([arrow_of(v) for v in columns.values()],
+                                names=list(columns))
 
 
 def columns_to_pandas(columns: Mapping[str, np.ndarray]) -> Any:

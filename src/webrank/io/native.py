@@ -15,11 +15,16 @@ UTF-8 bytes and int64 offsets, as in Arrow's ``large_string``)
 ``name``
     the graph's name when it was saved.
 
-Nothing is pickled: files are read with ``np.load(..., allow_pickle=False)``.
+Nothing is pickled. The arrays of a stored (uncompressed) archive are read straight
+into place, one ``readinto`` each (outside the GIL: a GPU start-up thread runs
+meanwhile), without the zip members' CRC; their consistency is checked instead
+(:func:`read_native`). A compressed archive goes through ``np.load(...,
+allow_pickle=False)``.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from typing import Any
@@ -189,7 +194,7 @@ def read_native(
                     f"version {FORMAT_VERSION} (re-create the cache from the source file)",
                     path=name,
                 )
-            data = {k: z[k] for k in keys}
+            data = _stored_arrays(path, z.zip) or {k: z[k] for k in keys}
     except GraphFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
@@ -200,6 +205,48 @@ def read_native(
     if progress is not None:
         progress(total, total)
     return graph
+
+
+def _stored_arrays(path: str, archive: zipfile.ZipFile) -> dict[str, np.ndarray] | None:
+    """Every ``.npy`` member of ``archive`` read into a fresh array with one
+    ``readinto``, or None where a member is compressed, not ``.npy`` or holds objects
+    (then ``np.load`` reads them)."""
+    from numpy.lib import format as npy
+
+    infos = archive.infolist()
+    if any(i.compress_type != zipfile.ZIP_STORED or not i.filename.endswith(".npy")
+           for i in infos):
+        return None
+    out = {}
+    with open(path, "rb", buffering=0) as f:
+        for info in infos:
+            f.seek(info.header_offset)
+            local = f.read(30)  # the local header; its name and extra field follow
+            if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                raise ValueError(f"bad local header of {info.filename}")
+            f.seek(int.from_bytes(local[26:28], "little")
+                   + int.from_bytes(local[28:30], "little"), os.SEEK_CUR)
+            magic = f.read(8)  # b"\x93NUMPY", major, minor
+            if len(magic) < 8 or magic[:6] != npy.MAGIC_PREFIX:
+                raise ValueError(f"{info.filename} is not a .npy array")
+            size_bytes = 2 if magic[6] == 1 else 4
+            size = f.read(size_bytes)
+            header = size + f.read(int.from_bytes(size, "little"))
+            read_header = (npy.read_array_header_1_0 if magic[6] == 1
+                           else npy.read_array_header_2_0)
+            shape, fortran, dtype = read_header(io.BytesIO(header))
+            if dtype.hasobject:
+                return None
+            arr = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+            view = memoryview(arr.reshape(-1, order="A")).cast("B")
+            done = 0
+            while done < arr.nbytes:  # a read returns at most ~2 GiB on Linux
+                got = f.readinto(view[done:])
+                if not got:
+                    raise EOFError(f"{info.filename} is truncated")
+                done += got
+            out[info.filename[:-4]] = arr
+    return out
 
 
 def _build(data: dict[str, Any], name: str) -> Graph:
