@@ -81,7 +81,7 @@ def test_device_csr_merges_links_a_slice_at_a_time(rng, monkeypatch):
     import cupy as cp
     import scipy.sparse as sp
 
-    import webrank.backends.gpu_build as gb
+    import webrank.build_gpu as gb
 
     n, m = 3000, 40000
     src, dst = rng.integers(0, n, m), rng.integers(0, n // 100, m)  # many duplicates

@@ -90,6 +90,7 @@ class Graph:
         labels: Sequence[Any] | np.ndarray | None = None,
         duplicates: Duplicates = "collapse",
         name: str | None = None,
+        device: Literal["cpu", "gpu"] = "cpu",
     ) -> Graph:
         """Build a graph from edge arrays ``src[k] -> dst[k]`` (vectorised, no edge loop).
 
@@ -114,6 +115,11 @@ class Graph:
             Parallel edges: keep one (the last weight wins), or add their weights.
         name : str, optional
             Shown in messages and reports.
+        device : {"cpu", "gpu"}, default "cpu"
+            Where the CSR is built: ``"gpu"`` builds it on the current CUDA device
+            (:mod:`webrank.build_gpu`; needs CuPy) and the graph keeps CuPy arrays
+            (:attr:`on_gpu`), for a run there; it is built on the host instead where the
+            device lacks the memory. The graph is the same either way.
 
         Raises
         ------
@@ -145,6 +151,15 @@ class Graph:
                     f"weight has {w.size} entries for {src.size} edges", path=name
                 )
             _check_weights(w, name)
+        if device not in ("cpu", "gpu"):
+            raise ValueError(f"device must be 'cpu' or 'gpu', not {device!r}")
+        if device == "gpu":
+            from webrank.build_gpu import edge_csr_on_device
+
+            arrays = edge_csr_on_device(src, dst, w, num_nodes=num_nodes, node_ids=node_ids,
+                                        labels=labels, duplicates=duplicates, name=name)
+            if arrays is not None:
+                return cls(**arrays, name=name)
         if src.size >= build.parallel_build_edges() and build.use_parallel_build(src.size):
             src = build.as_chunks(src)
             arrays = build.csr_from_chunks(
@@ -190,6 +205,7 @@ class Graph:
         node_ids: NodeIds = "appear",
         duplicates: Duplicates = "collapse",
         name: str | None = None,
+        device: Literal["cpu", "gpu"] = "cpu",
     ) -> Graph:
         """Build a graph from an edge table: pandas, Polars, pyarrow, or any Arrow stream.
 
@@ -220,6 +236,8 @@ class Graph:
             Parallel edges: keep one (the last weight wins), or add their weights.
         name : str, optional
             Shown in messages and reports.
+        device : {"cpu", "gpu"}, default "cpu"
+            Where the CSR is built (see :meth:`from_edges`).
 
         Returns
         -------
@@ -262,7 +280,7 @@ class Graph:
         src, dst, w, node_labels = edge_columns(table, source, target, weight,
                                                 labels=labels, name=name)
         return cls.from_edges(src, dst, w, node_ids=node_ids, labels=node_labels,
-                              duplicates=duplicates, name=name)
+                              duplicates=duplicates, name=name, device=device)
 
     @classmethod
     def from_scipy(
@@ -501,6 +519,20 @@ class Graph:
         """True for a graph whose arrays live on the GPU (CuPy arrays), as
         :func:`webrank.backends.gpu_build.graph_on_device` builds them."""
         return type(self.indptr).__module__.split(".")[0] == "cupy"
+
+    def to_device(self) -> Graph:
+        """This graph with CuPy arrays on the current CUDA device (itself when already
+        there); the labels stay on the host. Needs CuPy."""
+        if self.on_gpu:
+            return self
+        import cupy as cp
+
+        def dev(a: Any) -> Any:
+            return None if a is None else cp.asarray(a)
+
+        return Graph(indptr=dev(self.indptr), indices=dev(self.indices),
+                     out_weight=dev(self.out_weight), weights=dev(self.weights),
+                     labels=self.labels, name=self.name)
 
     def to_host(self) -> Graph:
         """This graph with NumPy arrays (itself when already on the host)."""

@@ -82,9 +82,15 @@ def start_gpu_warmup() -> None:
         _warmup.start()
 
 
+#: set once the warm-up thread has probed the GPU (resolve_device(early=True) waits on it)
+_probed = threading.Event()
+
+
 def _warm_gpu() -> None:
     try:
-        if not _gpu_status()[0]:
+        usable = _gpu_status()[0]
+        _probed.set()
+        if not usable:
             return
         import cupy
         import cupyx  # noqa: F401 - the import itself is the work
@@ -92,6 +98,8 @@ def _warm_gpu() -> None:
         cupy.zeros(1).sum()  # the context and the memory pool
     except Exception:
         pass
+    finally:
+        _probed.set()
 
 
 def _await_warmup() -> None:
@@ -134,8 +142,12 @@ def device_name(backend: str) -> str:
     return f"{platform.machine()} CPU, {num_threads()} threads"
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str, *, early: bool = False) -> str:
     """Map ``"auto"``/``"cpu"``/``"gpu"`` to the backend that will run.
+
+    ``early``: decide once the GPU is probed, without waiting for the rest of a
+    :func:`start_gpu_warmup` (the CUDA context, CuPy's imports): to build a graph where
+    it will run while the warm-up goes on.
 
     Raises
     ------
@@ -145,7 +157,10 @@ def resolve_device(device: str) -> str:
     """
     if device == "cpu":
         return "cpu"
-    _await_warmup()
+    if early and _warmup is not None:
+        _probed.wait()
+    else:
+        _await_warmup()
     ok, reason = _gpu_status()
     if device == "gpu":
         if not ok:

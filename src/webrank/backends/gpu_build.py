@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.build_gpu import csr_on_device
 from webrank.errors import DeviceMemoryError, GraphFormatError
 from webrank.graph import Graph
 
@@ -89,58 +90,6 @@ def graph_on_device(src: Any, dst: Any, num_nodes: int, *, duplicates: str = "co
                   cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
     return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
                  name=name)
-
-
-_COMPACT_SLICE = 1 << 30  # keys merged per step (below CuPy's 2**31 mask limit)
-
-
-def csr_on_device(src: Any, row: Any, rows: int, duplicates: str = "collapse"
-                  ) -> tuple[Any, Any, Any]:
-    """The CSR of the links ``src[k] -> row[k]`` (CuPy arrays, rows ``0..rows-1``: the
-    whole graph, or one part of it in webrank.distributed): keys ``(row << 32) | src``,
-    one radix sort, neighbouring equal keys merged (``"sum"`` keeps their count as the
-    weight), row pointers from the counts of each row. Returns ``(indptr, indices,
-    weights or None)``, int32 indices, int32 or int64 row pointers. The keys are the
-    only O(m) temporary (about 16 bytes per link at the sort's peak)."""
-    import cupy as cp
-
-    keys = (row.astype(cp.int64) << 32) | src.astype(cp.int64)
-    keys.sort()
-    m = int(keys.size)
-    row_counts = cp.zeros(rows, dtype=cp.int64)
-    starts = []
-    nnz = 0
-    last_key = keys[:0]
-    # Merged in place a slice at a time: CuPy's boolean-mask indexing stops at 2**31
-    # elements, and a slice's survivors never land past the slice's own start.
-    for lo in range(0, m, _COMPACT_SLICE):
-        hi = min(m, lo + _COMPACT_SLICE)
-        first = cp.empty(hi - lo, dtype=cp.bool_)
-        cp.not_equal(keys[lo + 1:hi], keys[lo:hi - 1], out=first[1:])
-        # the slice before ends with last_key (read before that slice was rewritten)
-        first[:1] = keys[lo:lo + 1] != last_key if lo else True
-        last_key = keys[hi - 1:hi].copy()
-        if duplicates == "sum":
-            starts.append(cp.flatnonzero(first) + lo)
-        kept = keys[lo:hi][first]
-        del first
-        keys[nnz:nnz + kept.size] = kept
-        row_counts += cp.bincount((kept >> 32).astype(cp.int32), minlength=rows)
-        nnz += int(kept.size)
-        del kept
-    weights = None
-    if starts:
-        counts = cp.diff(cp.append(cp.concatenate(starts), m))
-        if int(counts.max()) > 1:
-            weights = counts.astype(cp.float64)
-        del counts
-    del starts
-    # the low 32 bits of each key are its source (ids < 2**31, so the cast keeps them)
-    indices = keys[:nnz].astype(cp.int32)
-    del keys
-    indptr = cp.zeros(rows + 1, dtype=cp.int32 if nnz <= _MAX_NODES else cp.int64)
-    indptr[1:] = cp.cumsum(row_counts)
-    return indptr, indices, weights
 
 
 def device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32") -> int:

@@ -149,9 +149,15 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
         return
     check_output(output, suffixes=SCORE_SUFFIXES, inputs=[graph, personalize])
     if device != "cpu":  # CUDA's start and CuPy's imports overlap with the read
-        from webrank.backends import start_gpu_warmup
+        from webrank.backends import resolve_device, start_gpu_warmup
 
         start_gpu_warmup()
+        if (device in ("gpu", "auto") and not personalize and not gpus
+                and resolve_device(device, early=True) == "gpu"):
+            # the graph built where it will run: parsed on the host, CSR on the card
+            from webrank.io.options import ReadOptions
+
+            source = GraphSource(source.format, ReadOptions.of(source.options, device="gpu"))
     t0 = time.perf_counter()
     g = load_graph(graph, source, quiet=as_json)
     load_s = time.perf_counter() - t0

@@ -3,7 +3,7 @@
 :func:`rmat_parts` draws share i of the edges on GPU i (:func:`webrank.generate.rmat_share`,
 one vertex permutation for all shares), a chunk at a time, sends each edge to the GPU that
 owns its target row (peer copies between the GPUs of this process), and builds every GPU's
-row part on that GPU (:func:`webrank.backends.gpu_build.csr_on_device`); the out-degrees
+row part on that GPU (:func:`webrank.build_gpu.csr_on_device`); the out-degrees
 are summed over the GPUs' partial counts. Rows are split into equal ranges of ids: the
 shuffled ids of an R-MAT graph carry no degree information, so equal ranges hold about
 equal numbers of links.
@@ -30,7 +30,7 @@ def rmat_parts(scale: int, edge_factor: int = 16, *, devices: list[int], seed: i
     """
     import cupy as cp
 
-    from webrank.backends.gpu_build import csr_on_device
+    from webrank.build_gpu import csr_on_device
     from webrank.generate import rmat_permutation, rmat_share
 
     shares = len(devices)

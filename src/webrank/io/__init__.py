@@ -80,7 +80,7 @@ _READERS: dict[str, Callable[..., Graph]] = {
 }
 # the options load() takes as keywords
 _KEYWORDS = ("labels", "delimiter", "header", "weighted", "node_ids", "duplicates", "columns",
-             "progress")
+             "progress", "device")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:

@@ -29,7 +29,7 @@ from webrank.io.sources import open_binary
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
-_KEYWORDS = ("labels", "weighted", "node_ids", "duplicates", "progress", "name")
+_KEYWORDS = ("labels", "weighted", "node_ids", "duplicates", "progress", "name", "device")
 _INT64_MAX = np.iinfo(np.int64).max
 _LABELS_HINT = 'for non-numeric node labels pass labels="string" (CLI: --labels string)'
 

@@ -69,7 +69,8 @@ _MAX_LINE_BYTES = 1 << 20  # a longer first line: not an edge list
 _PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
-_COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name")
+_COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name",
+                    "device")
 _KEYWORDS = (*_COLUMN_KEYWORDS, "node_ids", "duplicates")
 _LABELS_HINT = (
     'for non-numeric node labels (URLs, names) pass labels="string" (CLI: --labels string)'
@@ -145,7 +146,10 @@ def read_edge_columns(
         use_w = layout.ncols == 3 and weighted is not False
         cols = None
         size = plain_size(stream)
-        if labels == "int" and layout.ncols == 2 and size is not None:
+        # a build on the GPU takes pyarrow's parse: Numba's start would cost more than
+        # its parallel reader saves
+        if labels == "int" and layout.ncols == 2 and size is not None \
+                and opts.device == "cpu":
             cols = _parallel_read(path, size, layout, opts.progress)
         if cols is None:
             cols = _fast_read(head, stream, layout, labels, use_w)

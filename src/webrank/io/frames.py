@@ -32,7 +32,7 @@ __all__ = [
     "graph_from_scipy",
 ]
 # the options graph_from_arrow and graph_from_dataframe take as keywords
-_KEYWORDS = ("labels", "node_ids", "duplicates", "name")
+_KEYWORDS = ("labels", "node_ids", "duplicates", "name", "device")
 
 
 # -- tables -> Graph ------------------------------------------------------------------------
@@ -50,7 +50,7 @@ def graph_from_dataframe(
     opts = reader_options("graph_from_dataframe", options, overrides, _KEYWORDS)
     return Graph.from_dataframe(df, source, target, weight, labels=opts.labels,
                                 node_ids=opts.node_ids, duplicates=opts.duplicates,
-                                name=opts.name)
+                                name=opts.name, device=opts.device)
 
 
 def graph_from_arrow(

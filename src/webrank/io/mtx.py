@@ -26,7 +26,7 @@ from webrank.io.sources import line_text, open_binary
 
 __all__ = ["read_mtx", "write_mtx"]
 
-_KEYWORDS = ("weighted", "duplicates", "progress", "name")
+_KEYWORDS = ("weighted", "duplicates", "progress", "name", "device")
 _LINE_RE = re.compile(r"[Ll]ine (\d+)")
 
 

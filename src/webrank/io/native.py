@@ -144,8 +144,9 @@ def read_native(
     path : str or os.PathLike
         The ``.npz`` file.
     options : ReadOptions, optional
-        Only ``progress`` (called before and after reading) and ``name`` apply: the
-        cache holds the graph as built. The name stored in the file, that of the graph
+        Only ``progress`` (called before and after reading), ``name`` and ``device``
+        (``"gpu"``: the arrays uploaded to the current CUDA device) apply: the cache
+        holds the graph as built. The name stored in the file, that of the graph
         when it was saved, is not used.
     **overrides
         The options that apply, as keywords (``name="web"``); they win over
@@ -162,7 +163,7 @@ def read_native(
         Missing or unreadable file, not an ``.npz``, an ``.npz`` without the webrank
         marker, a newer format version, or inconsistent arrays.
     """
-    opts = reader_options("read_native", options, overrides, ("progress", "name"))
+    opts = reader_options("read_native", options, overrides, ("progress", "name", "device"))
     path = check_input(path)
     opts = opts.named(path)
     name, progress = opts.name, opts.progress
@@ -202,6 +203,8 @@ def read_native(
             f"not a readable webrank graph cache (.npz): {type(e).__name__}: {e}", path=name
         ) from None
     graph = _build(data, name)
+    if opts.device == "gpu":
+        graph = graph.to_device()
     if progress is not None:
         progress(total, total)
     return graph

@@ -75,6 +75,11 @@ class ReadOptions:
     name : str, optional
         The graph's :attr:`Graph.name`, shown in messages; default ``str(path)`` (for a
         table, None).
+    device : {"cpu", "gpu"}, default "cpu"
+        Where the graph is built, for a run there: ``"gpu"`` parses the file on the
+        host's cores (pyarrow) and builds the CSR on the current CUDA device from the
+        parsed columns, the graph keeping CuPy arrays (see :meth:`Graph.from_edges`); a
+        ``.npz`` cache is uploaded as it is. Needs CuPy.
 
     Raises
     ------
@@ -99,6 +104,7 @@ class ReadOptions:
     columns: Sequence[str | None] = ("src", "dst", "weight")
     progress: Progress | None = None
     name: str | None = None
+    device: Literal["cpu", "gpu"] = "cpu"
 
     def __post_init__(self) -> None:
         labels, delimiter, weighted = self.labels, self.delimiter, self.weighted
@@ -119,6 +125,8 @@ class ReadOptions:
             raise ValueError(
                 f"duplicates must be 'collapse' or 'sum', not {self.duplicates!r}"
             )
+        if self.device not in ("cpu", "gpu"):
+            raise ValueError(f"device must be 'cpu' or 'gpu', not {self.device!r}")
         columns = tuple(self.columns)
         if len(columns) not in (2, 3):
             raise ValueError("columns must be (src, dst) or (src, dst, weight) names")
@@ -158,7 +166,7 @@ class ReadOptions:
         num_nodes: int | None = None,
     ) -> Graph:
         """The graph a reader returns: :meth:`Graph.from_edges` with these options'
-        ``node_ids``, ``duplicates`` and ``name``.
+        ``node_ids``, ``duplicates``, ``name`` and ``device``.
 
         ``labels``: ``src``/``dst`` are codes into these node labels (``node_ids`` then
         does not apply). ``node_ids`` and ``num_nodes``: for formats that fix the node
@@ -166,7 +174,8 @@ class ReadOptions:
         """
         return Graph.from_edges(src, dst, weight, num_nodes=num_nodes,
                                 node_ids=self.node_ids if node_ids is None else node_ids,
-                                labels=labels, duplicates=self.duplicates, name=self.name)
+                                labels=labels, duplicates=self.duplicates, name=self.name,
+                                device=self.device)
 
 
 def reader_options(

@@ -23,7 +23,8 @@ from webrank.io.tables import require_columns
 
 __all__ = ["read_parquet", "write_parquet"]
 
-_KEYWORDS = ("columns", "labels", "weighted", "node_ids", "duplicates", "progress", "name")
+_KEYWORDS = ("columns", "labels", "weighted", "node_ids", "duplicates", "progress", "name",
+             "device")
 
 
 def read_parquet(
