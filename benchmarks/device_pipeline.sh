@@ -40,6 +40,8 @@ if want rmat; then
     for k in 1 2; do whole $f gpu; done
     whole $f gpu --dtype float32
   done 2>&1 | tee "$OUT/whole_rmat.txt"
+  { whole $D/rmat$S.npz gpu -o /tmp/s.csv; whole $D/rmat$S.npz cpu
+    whole $D/rmat$S.txt cpu; } 2>&1 | tee -a "$OUT/whole_rmat.txt"
 fi
 if want profile; then
   for f in $D/rmat$S.npz $D/rmat$S.txt; do
