@@ -38,6 +38,7 @@ from webrank.errors import GraphFormatError
 
 __all__ = [
     "Chunked",
+    "Pieces",
     "as_chunks",
     "build_csr",
     "csr_from_chunks",
@@ -90,9 +91,29 @@ class Chunked:
         return np.concatenate([self.data[a:e] for a, e in zip(self.starts, ends, strict=True)])
 
 
+@dataclass
+class Pieces:
+    """A column as the separate arrays a reader produced (pyarrow's record batches),
+    for a build on the GPU: uploaded piece by piece, never joined on the host.
+    :meth:`Graph.from_edges` joins them for a build on the host."""
+
+    arrays: list[np.ndarray]
+
+    @property
+    def size(self) -> int:
+        return sum(int(a.size) for a in self.arrays)
+
+    def concatenate(self) -> np.ndarray:
+        """The column as one array (the one piece itself, when there is one)."""
+        if len(self.arrays) == 1:
+            return self.arrays[0]
+        return np.concatenate(self.arrays)
+
+
 def joined(col: Any) -> Any:
-    """A column as one array, whether given chunked or not (None stays None)."""
-    return col.concatenate() if isinstance(col, Chunked) else col
+    """A column as one array, whether given chunked or in pieces, or not (None stays
+    None)."""
+    return col.concatenate() if isinstance(col, (Chunked, Pieces)) else col
 
 
 def parallel_build_edges() -> int:

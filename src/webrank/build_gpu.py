@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.build import Chunked
+from webrank.build import Chunked, Pieces
 from webrank.errors import GraphFormatError
 
 __all__ = ["csr_on_device", "device_build_bytes", "edge_csr_on_device"]
@@ -53,8 +53,8 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
                        xp: Any = None) -> dict[str, Any] | None:
     """The arrays of :meth:`webrank.Graph.from_edges` (``indptr``, ``indices``,
     ``out_weight``, ``weights``, ``labels``), built on the current CUDA device from
-    host columns already checked there (int64 ids >= 0, float64 weights >= 0; arrays or
-    :class:`~webrank.build.Chunked`).
+    host columns already checked there (int64 ids >= 0, float64 weights >= 0; arrays,
+    :class:`~webrank.build.Chunked` or :class:`~webrank.build.Pieces`).
     ``xp``: the array module, CuPy by default (NumPy runs the same steps on the host).
 
     Returns None where the device cannot take it (2**31 nodes or more, or not enough
@@ -109,15 +109,21 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
 
 
 def _upload(col: Any, dtype: Any, cp: Any) -> Any:
-    """A host column (an array, or a parallel reader's :class:`~webrank.build.Chunked`,
-    copied chunk by chunk, never joined on the host) as a device array of ``dtype``."""
-    if not isinstance(col, Chunked):
+    """A host column (an array, or a reader's :class:`~webrank.build.Chunked` or
+    :class:`~webrank.build.Pieces`, copied part by part, never joined on the host) as a
+    device array of ``dtype``."""
+    if isinstance(col, Chunked):
+        parts = [col.data[a:a + c] for a, c in zip(col.starts.tolist(),
+                                                   col.counts.tolist(), strict=True)]
+    elif isinstance(col, Pieces):
+        parts = col.arrays
+    else:
         return cp.asarray(col, dtype=dtype)
     out = cp.empty(col.size, dtype=dtype)
     at = 0
-    for start, count in zip(col.starts.tolist(), col.counts.tolist(), strict=True):
-        out[at:at + count] = cp.asarray(col.data[start:start + count], dtype=dtype)
-        at += count
+    for part in parts:
+        out[at:at + part.size] = cp.asarray(part, dtype=dtype)
+        at += part.size
     return out
 
 

@@ -133,8 +133,9 @@ class Graph:
             raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
         if duplicates not in ("collapse", "sum"):
             raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
-        # columns from a parallel reader come chunked (int64 ids; see webrank.build)
-        chunked = isinstance(src, build.Chunked)
+        # columns from a reader come chunked or in pieces (int64 ids, checked there;
+        # see webrank.build)
+        chunked = isinstance(src, (build.Chunked, build.Pieces))
         if not chunked:
             src = as_id_array(src, "src", name)
             dst = as_id_array(dst, "dst", name)
@@ -144,7 +145,7 @@ class Graph:
             )
         w = None
         if weight is not None:
-            w = (weight if isinstance(weight, build.Chunked)
+            w = (weight if isinstance(weight, (build.Chunked, build.Pieces))
                  else np.asarray(weight, dtype=np.float64).ravel())
             if w.size != src.size:
                 raise GraphFormatError(
@@ -160,6 +161,8 @@ class Graph:
                                         labels=labels, duplicates=duplicates, name=name)
             if arrays is not None:
                 return cls(**arrays, name=name)
+        if isinstance(src, build.Pieces):  # on the host: one array each
+            src, dst, w = build.joined(src), build.joined(dst), build.joined(w)
         if src.size >= build.parallel_build_edges() and build.use_parallel_build(src.size):
             src = build.as_chunks(src)
             arrays = build.csr_from_chunks(

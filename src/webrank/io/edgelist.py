@@ -42,7 +42,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from webrank.build import Chunked, as_chunks, id_bounds
+from webrank.build import Chunked, Pieces, as_chunks, id_bounds
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
@@ -152,7 +152,8 @@ def read_edge_columns(
                 and opts.device == "cpu":
             cols = _parallel_read(path, size, layout, opts.progress)
         if cols is None:
-            cols = _fast_read(head, stream, layout, labels, use_w)
+            cols = _fast_read(head, stream, layout, labels, use_w,
+                              pieces=opts.device == "gpu")
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
         cols = _slow_read(path, name, layout, labels, use_w, opts.progress)
     if layout.maybe_header is not None:
@@ -593,9 +594,12 @@ class _ArrowSource(io.RawIOBase):
 
 
 def _fast_read(
-    head: bytes, stream: BinaryIO, layout: _Layout, labels: str, use_w: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None] | None:
-    """Parse with pyarrow; None when the exact scanner must decide."""
+    head: bytes, stream: BinaryIO, layout: _Layout, labels: str, use_w: bool,
+    pieces: bool = False,
+) -> tuple[Any, Any, Any, np.ndarray | None] | None:
+    """Parse with pyarrow; None when the exact scanner must decide. ``pieces``: integer
+    columns as :class:`~webrank.build.Pieces` of pyarrow's blocks (for a build on the
+    GPU: no join, no parallel kernels on the host), else chunked."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -629,6 +633,13 @@ def _fast_read(
         raise source.error
     if source.saw_hex or any(c.null_count for c in table.columns):
         return None
+    if labels == "int" and pieces:
+        cols = [Pieces([numpy_of(c) for c in table.column(k).chunks])
+                for k in names[: 3 if use_w else 2]]
+        if any(a.size and a.min() < 0 for col in cols[:2] for a in col.arrays) or (
+                use_w and any(first_bad_weight(a) is not None for a in cols[2].arrays)):
+            return None
+        return cols[0], cols[1], cols[2] if use_w else None, None
     w = None
     if use_w:
         w = numpy_of(table.column("weight"))
