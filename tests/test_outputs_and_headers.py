@@ -219,3 +219,19 @@ def test_scores_as_text_read_back_exactly_with_awkward_labels(tmp_path, ext, mon
     got_labels, got = load_scores(tmp_path / f"s{ext}")
     assert got_labels.tolist() == labels.tolist()
     assert np.array_equal(got, r.scores)  # shortest round-trip text: the same float64
+
+
+def test_warmup_runs_its_kernel_groups_in_fresh_processes(monkeypatch):
+    """`webrank warmup` runs each group of paths in a process of its own and reports
+    each; a failing group is reported with its error (two groups here, for time)."""
+    import webrank.warmup as warm
+
+    monkeypatch.setattr(warm, "CPU_TASKS", ("update", "krylov", "no-such-group"))
+    seen = []
+    results = warm.fill_caches(("cpu",), jobs=2, report=lambda t, s, ok: seen.append(t))
+    assert sorted(seen) == ["krylov", "no-such-group", "update"]
+    assert results["update"]["ok"] and results["krylov"]["ok"], results
+    assert not results["no-such-group"]["ok"]
+    assert "unknown warm-up task" in results["no-such-group"]["error"]
+    with pytest.raises(ValueError, match="devices"):
+        warm.fill_caches(("tpu",))

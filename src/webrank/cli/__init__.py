@@ -430,6 +430,41 @@ def compare(scores_a, reference, k, tie_tol, as_json) -> None:
 
 
 @cli.command()
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+              help="Kernels to compile: the CPU's, the GPU's, or both where a GPU is "
+                   "usable (auto).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Compiling processes at once (default: one per CPU).")
+def warmup(device, jobs) -> None:
+    """Compile webrank's kernels into the on-disk caches, once after an install.
+
+    Later runs then load compiled code instead of waiting for Numba (CPU) or NVRTC
+    (GPU) on their first call of each kernel.
+    """
+    from webrank.warmup import fill_caches
+
+    devices = {"auto": ("cpu", "gpu"), "cpu": ("cpu",), "gpu": ("gpu",)}[device]
+    if device == "gpu":
+        from webrank.backends import resolve_device
+
+        resolve_device("gpu")  # a one-line error where the GPU cannot run
+
+    def report(task: str, seconds: float, ok: bool) -> None:
+        click.echo(f"  {task:18} {seconds:6.1f} s{'' if ok else '  FAILED'}", err=True)
+
+    t0 = time.perf_counter()
+    results = fill_caches(devices, jobs=jobs, report=report)
+    failed = [t for t, r in results.items() if not r["ok"]]
+    for task in failed:
+        last = results[task]["error"].strip().splitlines()[-1:] or ["(no output)"]
+        click.echo(f"webrank: warm-up of {task} failed: {last[0]}", err=True)
+    click.echo(f"compiled {len(results) - len(failed)} of {len(results)} kernel groups in "
+               f"{time.perf_counter() - t0:.1f} s")
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
 @click.argument("kind")
 @click.argument("size", type=int)
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),

@@ -66,7 +66,7 @@ _BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels stri
 _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
 _SAMPLE_LINES = 64
 _MAX_LINE_BYTES = 1 << 20  # a longer first line: not an edge list
-_PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
+PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
 _COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name",
@@ -493,7 +493,7 @@ def _parallel_read(
 
     body = size - layout.data_start
     delim = layout.delimiter.encode()
-    if body < _PARALLEL_PARSE_BYTES or len(delim) != 1 or delim.isdigit():
+    if body < PARALLEL_PARSE_BYTES or len(delim) != 1 or delim.isdigit():
         return None
     if not use_parallel_build(body // 12):  # (lines of ~12 bytes; or no Numba)
         return None
