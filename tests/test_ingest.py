@@ -21,13 +21,13 @@ from webrank.io import edgelist
 def parallel(monkeypatch):
     """Every size takes the parallel parse and build."""
     monkeypatch.setattr(build, "PARALLEL_BUILD_EDGES", 0)
-    monkeypatch.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 0)
+    monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 0)
 
 
 @pytest.fixture
 def serial(monkeypatch):
     monkeypatch.setattr(build, "PARALLEL_BUILD_EDGES", 1 << 62)
-    monkeypatch.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 1 << 62)
+    monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 62)
 
 
 def same(a: Graph, b: Graph) -> None:
@@ -47,11 +47,11 @@ def same(a: Graph, b: Graph) -> None:
 def load_both(monkeypatch, path, **kw) -> tuple[Graph, Graph]:
     with monkeypatch.context() as mp:
         mp.setattr(build, "PARALLEL_BUILD_EDGES", 1 << 62)
-        mp.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 1 << 62)
+        mp.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 62)
         ref = load(path, **kw)
     with monkeypatch.context() as mp:
         mp.setattr(build, "PARALLEL_BUILD_EDGES", 0)
-        mp.setattr(edgelist, "_PARALLEL_PARSE_BYTES", 0)
+        mp.setattr(edgelist, "PARALLEL_PARSE_BYTES", 0)
         got = load(path, **kw)
     return got, ref
 
