@@ -43,6 +43,7 @@ __all__ = [
     "build_csr",
     "csr_from_chunks",
     "first_bad_weight",
+    "fixed_node_set",
     "id_bounds",
     "joined",
     "parallel_build_edges",
@@ -326,23 +327,10 @@ def csr_from_chunks(
     lo, hi = id_bounds(src, dst)
     if lo < 0:
         raise GraphFormatError(f"negative node id {lo}; node ids must be >= 0", path=name)
-    node_labels = None
     appear = False
-    if labels is not None:
-        node_labels = np.asarray(labels)
-        num_ids = len(node_labels)
-        if hi >= num_ids:
-            raise GraphFormatError(f"edge endpoint {hi} is out of range for {num_ids} labels",
-                                   path=name)
-    elif node_ids == "range":
-        from webrank.memory import check_node_memory
-
-        num_ids = hi + 1 if num_nodes is None else int(num_nodes)
-        if hi >= num_ids:
-            raise GraphFormatError(f"node id {hi} is out of range for num_nodes={num_ids}",
-                                   path=name)
-        check_node_memory(num_ids, m, num_nodes is None, name)
-    else:
+    num_ids, node_labels = fixed_node_set(hi, m, labels=labels, node_ids=node_ids,
+                                          num_nodes=num_nodes, name=name)
+    if num_ids is None:
         if hi > 4 * m + 1024:
             return None  # sparse ids (hashes): the serial path sorts them
         num_ids, appear = hi + 1, True
@@ -354,6 +342,37 @@ def csr_from_chunks(
         node_labels = present
     return {"indptr": indptr, "indices": indices, "out_weight": out_weight,
             "weights": weights, "labels": node_labels}
+
+
+def fixed_node_set(hi: int, num_edges: int, *, labels: Any, node_ids: str,
+                   num_nodes: int | None, name: str | None
+                   ) -> tuple[int | None, np.ndarray | None]:
+    """``(n, labels)`` of a node set the edges do not decide: ``len(labels)`` nodes with
+    labels, ``num_nodes`` (default ``hi + 1``) with ``node_ids="range"`` (its host
+    memory checked); ``(None, None)`` for ``"appear"``, whose nodes are the ids that
+    occur.
+
+    Raises
+    ------
+    GraphFormatError
+        The largest id ``hi`` is beyond the labels or ``num_nodes``.
+    """
+    if labels is not None:
+        node_labels = np.asarray(labels)
+        if hi >= len(node_labels):
+            raise GraphFormatError(f"edge endpoint {hi} is out of range for "
+                                   f"{len(node_labels)} labels", path=name)
+        return len(node_labels), node_labels
+    if node_ids == "range":
+        from webrank.memory import check_node_memory
+
+        n = hi + 1 if num_nodes is None else int(num_nodes)
+        if hi >= n:
+            raise GraphFormatError(f"node id {hi} is out of range for num_nodes={n}",
+                                   path=name)
+        check_node_memory(n, num_edges, num_nodes is None, name)
+        return n, None
+    return None, None
 
 
 def first_bad_weight(w: np.ndarray) -> int | None:

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.build import Chunked, Pieces
-from webrank.errors import GraphFormatError
+from webrank.build import Chunked, Pieces, fixed_node_set
 
 __all__ = ["csr_on_device", "device_build_bytes", "edge_csr_on_device"]
 
@@ -73,21 +72,10 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
         return None
     d_src, d_dst = _upload(src, cp.int64, cp), _upload(dst, cp.int64, cp)
     hi = int(cp.maximum(d_src.max(), d_dst.max()))
-    node_labels = None
-    compact = labels is None and node_ids != "range"
-    if labels is not None:
-        node_labels = np.asarray(labels)
-        n = len(node_labels)
-        if hi >= n:
-            raise GraphFormatError(f"edge endpoint {hi} is out of range for {n} labels",
-                                   path=name)
-    elif node_ids == "range":
-        n = hi + 1 if num_nodes is None else int(num_nodes)
-        if hi >= n:
-            raise GraphFormatError(f"node id {hi} is out of range for num_nodes={n}",
-                                   path=name)
-    else:
-        n = 0  # known once the ids are renumbered
+    fixed, node_labels = fixed_node_set(hi, m, labels=labels, node_ids=node_ids,
+                                        num_nodes=num_nodes, name=name)
+    compact = fixed is None
+    n = fixed or 0  # "appear": known once the ids are renumbered
     if n > _MAX_NODES or (cp is not np and device_build_bytes(m, hi + 1, weight is not None)
                           > _free_bytes(cp)):
         return None

@@ -174,24 +174,10 @@ class Graph:
         src, dst, w = build.joined(src), build.joined(dst), build.joined(w)
         max_id = int(max(src.max(initial=-1), dst.max(initial=-1)))
 
-        node_labels: np.ndarray | None = None
-        if labels is not None:
-            node_labels = np.asarray(labels)
-            n = len(node_labels)
-            if max_id >= n:
-                raise GraphFormatError(
-                    f"edge endpoint {max_id} is out of range for {n} labels", path=name
-                )
-        elif node_ids == "range":
-            n = max_id + 1 if num_nodes is None else int(num_nodes)
-            if max_id >= n:
-                raise GraphFormatError(
-                    f"node id {max_id} is out of range for num_nodes={n}", path=name
-                )
-            from webrank.memory import check_node_memory
-
-            check_node_memory(n, src.size, num_nodes is None, name)
-        else:
+        n, node_labels = build.fixed_node_set(max_id, src.size, labels=labels,
+                                              node_ids=node_ids, num_nodes=num_nodes,
+                                              name=name)
+        if n is None:  # "appear": the ids that occur, renumbered
             src, dst, node_labels, n = _compact_ids(src, dst, max_id)
 
         return cls._from_codes(src, dst, w, n, node_labels, duplicates, name)
