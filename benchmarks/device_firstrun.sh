@@ -7,16 +7,6 @@ set -uo pipefail
 SECONDS=0
 . "$(dirname "$0")/device_env.sh"
 cat "$OUT/gpu.txt"
-whole() {  # whole FILE DEVICE [args]: wall clock of a `webrank rank` process, its phases
-  local f=$1 dev=$2; shift 2
-  local t0=$(date +%s.%N)
-  python3 -m webrank rank "$f" --device "$dev" --tol 1e-10 --json -o /tmp/s.parquet "$@" \
-    > /tmp/rank.json 2>/tmp/rank.err || tail -2 /tmp/rank.err
-  local t1=$(date +%s.%N)
-  python3 -c "import json,sys; d=json.load(open('/tmp/rank.json')); print(f'$(basename $f) \
-$dev whole {$t1-$t0:.3f} s: load {d[\"load_s\"]:.3f} setup {d[\"setup_s\"]:.3f} solve \
-{d[\"elapsed_s\"]:.3f} it {d[\"iterations\"]} {d[\"method\"]} {d.get(\"engine\",\"\")}')"
-}
 C=$WEBRANK_DATASETS/cnr-2000.txt.gz; N=$WEBRANK_DATASETS/web-NotreDame.txt.gz
 {
   echo "== cold: the first runs on this machine"

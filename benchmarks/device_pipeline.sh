@@ -13,16 +13,6 @@ set -uo pipefail
 cat "$OUT/gpu.txt"
 want() { [[ " ${STEPS:-real rmat ingest setup profile auto} " == *" $1 "* ]]; }
 S=${SCALE:-23}; D=/tmp/webrank-ingest; mkdir -p $D
-whole() {  # whole process, wall clock: whole FILE DEVICE [args]
-  local f=$1 dev=$2; shift 2
-  local t0=$(date +%s.%N)
-  python3 -m webrank rank "$f" --device "$dev" --tol 1e-10 --json -o /tmp/s.parquet "$@" \
-    > /tmp/rank.json 2>/tmp/rank.err || tail -2 /tmp/rank.err
-  local t1=$(date +%s.%N)
-  python3 -c "import json,sys; d=json.load(open('/tmp/rank.json')); print(f'$(basename $f) \
-$dev whole {$t1-$t0:.3f} s: load {d[\"load_s\"]:.3f} setup {d[\"setup_s\"]:.3f} solve \
-{d[\"elapsed_s\"]:.3f} it {d[\"iterations\"]} {d[\"method\"]} {d.get(\"engine\",\"\")}')"
-}
 if want real; then
   for g in cnr-2000 web-NotreDame; do
     whole "$WEBRANK_DATASETS/$g.txt.gz" gpu --dtype float32; whole "$WEBRANK_DATASETS/$g.txt.gz" gpu --dtype float32

@@ -78,8 +78,10 @@ def test_device_build_refuses_ids_out_of_range():
                            duplicates="collapse", name="g", xp=np)
 
 
-def write_edge_file(tmp, name, src, dst, w, header) -> object:
-    sep = "," if name.startswith("g.csv") else "\t"
+def write_edge_file(tmp, name, src, dst, w, header, sep=None) -> object:
+    """``name`` in ``tmp``: one ``src dst [weight]`` line per edge (comma-separated for a
+    .csv, else tab unless ``sep`` says), a header first, gzip for a .gz name."""
+    sep = sep or ("," if ".csv" in name else "\t")
     lines = [sep.join([str(a), str(b)] + ([repr(float(c))] if w is not None else []))
              for a, b, c in zip(src, dst, w if w is not None else src, strict=True)]
     head = sep.join(["src", "dst"] + (["weight"] if w is not None else [])) + "\n"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_device_build import write_edge_file
 
 import webrank
 from webrank.graph import Graph
@@ -55,17 +56,9 @@ def test_integer_ids_on_every_path(tmp_path_factory, edges, scale, weighted, dat
                                      min_size=len(edges), max_size=len(edges))))
          if weighted else None)
     name, sep, header = text
+    path = write_edge_file(tmp, name, src, dst, w, header, sep)
     lines = [sep.join([str(a), str(b)] + ([repr(float(c))] if weighted else []))
              for a, b, c in zip(src, dst, w if weighted else src, strict=True)]
-    head = sep.join(["src", "dst"] + (["weight"] if weighted else [])) + "\n"
-    body = (head if header else "") + "\n".join(lines) + "\n"
-    path = tmp / name
-    if name.endswith(".gz"):
-        import gzip
-
-        path.write_bytes(gzip.compress(body.encode()))
-    else:
-        path.write_text(body)
 
     ref = rank(webrank.load(path))  # the definition: a file read by webrank.load
     cols = {"src": src, "dst": dst, **({"weight": w} if weighted else {})}
