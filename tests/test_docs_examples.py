@@ -84,3 +84,30 @@ def test_docstring_examples_run():
             failures.append(f"{name}: {result.failed} failed")
     assert not failures, failures
     assert attempted >= 10  # the examples exist (pagerank's, Graph's, results', ...)
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_every_public_name_is_in_the_api_reference():
+    """docs/api.rst lists each name of ``webrank.__all__`` (the site's API pages are
+    generated from it, with warnings as errors in CI)."""
+    text = (DOCS / "api.rst").read_text()
+    listed = set(re.findall(r"^   (\w+)$", text, flags=re.M))
+    missing = sorted(set(webrank.__all__) - {"__version__"} - listed)
+    assert not missing, f"not in docs/api.rst: {missing}"
+
+
+def test_user_pages_hold_no_lab_notes():
+    """No issue numbers, commit hashes, paths of a development checkout, machine kinds or
+    the seed files' numbers in the README and the site's user pages (docs/development.md
+    and docs/architecture.md are for developers)."""
+    pages = [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]
+    pages = [p for p in pages if p.name not in ("development.md", "architecture.md")
+             and "_build" not in p.parts]
+    banned = re.compile(r"seed 0\d\d|\bissues?\b|/work/|\.\./shared|nvidia-h[12]00-|"
+                        r"slow hour|development machine|git archive|"
+                        r"\b(?:commit|at|before|since) [0-9a-f]{7,40}\b", re.I)
+    found = [f"{p.name}:{n}: {line.strip()[:80]}" for p in pages
+             for n, line in enumerate(p.read_text().splitlines(), 1) if banned.search(line)]
+    assert not found, "\n".join(found)

@@ -183,9 +183,8 @@ def watts_strogatz(
     edge (what :func:`networkx.pagerank` uses for an undirected graph), so
     ``len(src) == n * (k // 2) * 2``.
 
-    Vectorisation (approximation)
-    -----------------------------
-    NetworkX rewires the edges one at a time.  Here all edges picked for
+    **Vectorisation (an approximation).** NetworkX rewires the edges one at a time.
+    Here all edges picked for
     rewiring are removed at once, and new endpoints are proposed for all of
     them in rounds: a proposal is accepted when it is not a self loop, not an
     edge of the current graph (kept lattice edges plus rewirings accepted in
@@ -356,9 +355,8 @@ def scale_free(
     node ``v`` already counts among the candidates for ``w`` (so self loops
     occur), and parallel edges are kept.
 
-    Exact vectorised formulation
-    ----------------------------
-    Choosing ``w`` proportional to ``in_degree + delta_in`` is the mixture
+    **Exact vectorised formulation.** Choosing ``w`` proportional to
+    ``in_degree + delta_in`` is the mixture
     "uniform node with probability :math:`N\delta/(N\delta + E)`, otherwise
     the head of a uniformly chosen existing edge" (:math:`N` nodes, :math:`E`
     edges so far), exactly NetworkX's ``_choose_node``.  The step types, and

@@ -510,29 +510,31 @@ def _parallel_read(
             nl = mm.find(b"\n", layout.data_start + body * k // ranges)
             cuts.append(size if nl < 0 else nl + 1)
         cuts.append(size)
-        cut = np.unique(np.asarray(cuts, np.int64))
-        # a line takes at least 4 bytes ("0\t0\n"): slots for every range's lines, most
-        # of them never touched (virtual memory only)
-        first_slot = (cut[:-1] - layout.data_start) // 4 + np.arange(cut.size - 1)
-        slots = int(first_slot[-1] + (cut[-1] - cut[-2]) // 4 + 1)
-        src = np.empty(slots, np.int64)
-        dst = np.empty(slots, np.int64)
-        parsed = np.zeros(cut.size - 1, np.int64)
-        bounds = np.zeros((cut.size - 1, 2), np.int64)
-        buf = np.frombuffer(mm, dtype=np.uint8)
-        try:
-            # in rounds of ranges, so that a progress bar moves
-            step = max(4 * num_threads(), (cut.size - 1) // 8)
-            for a in range(0, cut.size - 1, step):
-                b = min(cut.size - 1, a + step)
-                cpu_parse.parse_id_pairs(buf, cut[a:b + 1], delim[0], first_slot[a:b],
-                                         src, dst, parsed[a:b], bounds[a:b])
-                if parsed[a:b].min() < 0:
-                    return None
-                if progress is not None:
-                    progress(int(cut[b]), size)
-        finally:
-            del buf  # (the map closes only once no array views it)
+    cut = np.unique(np.asarray(cuts, np.int64))
+    # a line takes at least 4 bytes ("0\t0\n"): slots for every range's lines, most
+    # of them never touched (virtual memory only)
+    first_slot = (cut[:-1] - layout.data_start) // 4 + np.arange(cut.size - 1)
+    slots = int(first_slot[-1] + (cut[-1] - cut[-2]) // 4 + 1)
+    src = np.empty(slots, np.int64)
+    dst = np.empty(slots, np.int64)
+    parsed = np.zeros(cut.size - 1, np.int64)
+    bounds = np.zeros((cut.size - 1, 2), np.int64)
+    # NumPy's own map, unmapped when the last view goes (a first call's compile may hold
+    # one a while: a plain mmap would then refuse to close)
+    buf = np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
+    try:
+        # in rounds of ranges, so that a progress bar moves
+        step = max(4 * num_threads(), (cut.size - 1) // 8)
+        for a in range(0, cut.size - 1, step):
+            b = min(cut.size - 1, a + step)
+            cpu_parse.parse_id_pairs(buf, cut[a:b + 1], delim[0], first_slot[a:b],
+                                     src, dst, parsed[a:b], bounds[a:b])
+            if parsed[a:b].min() < 0:
+                return None
+            if progress is not None:
+                progress(int(cut[b]), size)
+    finally:
+        del buf
     keep = parsed > 0
     if not keep.any():
         return None
