@@ -1,4 +1,12 @@
-"""Graphs bundled with webrank (see ``webrank/data/README.md`` for provenance)."""
+"""Graphs bundled with webrank (see ``webrank/data/README.md`` for provenance).
+
+Examples
+--------
+>>> import webrank
+>>> webrank.datasets.path().name
+'web-NotreDame.txt.gz'
+>>> g = webrank.load(webrank.datasets.path())  # doctest: +SKIP
+"""
 
 from __future__ import annotations
 

@@ -37,6 +37,15 @@ class GraphFormatError(WebrankError, ValueError):
         1-based line number of the offending text.
     text : str, optional
         The offending text (shortened to 80 characters).
+
+    Examples
+    --------
+    >>> import webrank
+    >>> try:
+    ...     webrank.Graph.from_edges([0, -1], [1, 0], name="links.txt")
+    ... except webrank.GraphFormatError as e:
+    ...     print(e.path)
+    links.txt
     """
 
     def __init__(
@@ -68,6 +77,16 @@ class ConvergenceError(WebrankError, RuntimeError):
 
     The last iterate is kept in :attr:`result` (a :class:`webrank.PageRankResult` with
     ``converged=False``), so the work is not lost.
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.generate_graph("rmat", 8, seed=1)
+    >>> try:
+    ...     webrank.pagerank(g, tol=1e-12, max_iter=3, device="cpu")
+    ... except webrank.ConvergenceError as e:
+    ...     e.result.converged, e.result.iterations
+    (False, 3)
     """
 
     def __init__(self, result: Any) -> None:

@@ -29,6 +29,20 @@ Seeding
 NumPy generators use :func:`numpy.random.default_rng`.  The same seed gives the
 same arrays (for a given NumPy version); the random streams are *not* those of
 NetworkX, only the distributions are.
+
+References
+----------
+Erdős & Rényi 1959; Watts & Strogatz 1998; Bollobás, Borgs, Chayes & Riordan 2003;
+Chakrabarti, Zhan & Faloutsos 2004 (R-MAT) — titles in docs/references.md.
+
+Examples
+--------
+>>> import webrank
+>>> src, dst, n = webrank.generate.generate("er", 100, seed=1, p=0.05)
+>>> n, src.size == dst.size
+(100, True)
+>>> webrank.generate_graph("rmat", 10, seed=1).n <= 1024
+True
 """
 
 from __future__ import annotations

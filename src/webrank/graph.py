@@ -67,6 +67,15 @@ class Graph:
         Original node id/label of each node when it differs from ``0..n-1``.
     name : str or None
         Where the graph came from (file name), for messages and reports.
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1])
+    >>> g.n, g.num_edges, g.is_weighted
+    (3, 4, False)
+    >>> g.out_weight.tolist()  # out-links of nodes 0, 1, 2
+    [1.0, 1.0, 2.0]
     """
 
     indptr: np.ndarray

@@ -451,6 +451,12 @@ def update(
     ConvergenceError
         Not converged within ``max_iter`` verification steps.
 
+    References
+    ----------
+    A. N. Langville, C. D. Meyer, "Deeper Inside PageRank", Internet Mathematics 1(3),
+    2004 (restarting from the old ranks); S. Sahu, K. Kothapalli, D. S. Banerjee,
+    "DF-P PageRank" (dynamic frontier), 2024.
+
     Examples
     --------
     >>> import webrank

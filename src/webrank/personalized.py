@@ -112,6 +112,14 @@ class PersonalizedPageRankResult:
         The parameters of the run.
     graph : Graph
         The graph ranked (for labels).
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 1])
+    >>> pp = webrank.personalized_pagerank(g, [[0], [2]], top=3, tol=1e-10)
+    >>> [node for node, _ in pp.top(0, 1)]  # seed 0's best page: node 1, which 0 links to
+    [1]
     """
 
     scores: np.ndarray | None
@@ -356,6 +364,11 @@ def personalized_pagerank(
         (a :class:`~webrank.errors.ConvergenceError`) some column did not converge.
     DeviceUnavailableError, DeviceMemoryError
         No usable GPU for ``device="gpu"``; not even one column fits in GPU memory.
+
+    References
+    ----------
+    T. H. Haveliwala, "Topic-Sensitive PageRank", WWW 2002; G. Jeh, J. Widom, "Scaling
+    Personalized Web Search", WWW 2003 (a teleport distribution per seed set).
 
     Examples
     --------

@@ -108,7 +108,19 @@ def _await_warmup() -> None:
 
 
 def gpu_available() -> bool:
-    """True when CuPy is installed and sees at least one CUDA GPU."""
+    """True when CuPy is installed and sees at least one CUDA GPU.
+
+    ``device="auto"`` runs on the GPU exactly when this is True; the reason it is False
+    (no CuPy, a CuPy that does not match the driver, no device) is in the error that
+    ``device="gpu"`` raises (:class:`~webrank.DeviceUnavailableError`).
+
+    Examples
+    --------
+    >>> import webrank
+    >>> device = "gpu" if webrank.gpu_available() else "cpu"
+    >>> device in ("cpu", "gpu")
+    True
+    """
     _await_warmup()
     return _gpu_status()[0]
 

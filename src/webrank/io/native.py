@@ -64,6 +64,15 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
     ValueError
         The labels are neither numbers nor strings (they could not be stored without
         pickling).
+
+    Examples
+    --------
+    >>> import os, tempfile, webrank
+    >>> g = webrank.Graph.from_edges([0, 1, 2], [1, 2, 0])
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
+    >>> webrank.save_graph(g, path)
+    >>> webrank.load(path).num_edges
+    3
     """
     from webrank.io.atomic import atomic_write
 
