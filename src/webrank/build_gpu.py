@@ -70,15 +70,19 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
     m = int(src.size)
     if m == 0:
         return None
+    # the links' part of the peak, checked before the columns go up (a presence map
+    # spans at most DENSE_RANGE * m ids); the nodes' part once the ids are known
+    if cp is not np and device_build_bytes(m, _DENSE_RANGE * m + 1, weight is not None) \
+            > _free_bytes(cp):
+        return None
     d_src, d_dst = _upload(src, cp.int64, cp), _upload(dst, cp.int64, cp)
     hi = int(cp.maximum(d_src.max(), d_dst.max()))
     fixed, node_labels = fixed_node_set(hi, m, labels=labels, node_ids=node_ids,
                                         num_nodes=num_nodes, name=name)
     compact = fixed is None
     n = fixed or 0  # "appear": known once the ids are renumbered
-    if n > _MAX_NODES or (cp is not np and device_build_bytes(m, hi + 1, weight is not None)
-                          > _free_bytes(cp)):
-        return None
+    if n > _MAX_NODES or (cp is not np and 24 * n > _free_bytes(cp)):
+        return None  # (the row pointers, the degrees and their count for n nodes)
     if compact:  # node_ids="appear": renumber the ids that occur
         d_src, d_dst, ids = _compact(d_src, d_dst, hi, m, cp)
         n = int(ids.size)
