@@ -525,24 +525,23 @@ class Graph:
             return self
         import cupy as cp
 
-        def dev(a: Any) -> Any:
-            return None if a is None else cp.asarray(a)
+        return self._with_arrays(cp.asarray)
 
-        return Graph(indptr=dev(self.indptr), indices=dev(self.indices),
-                     out_weight=dev(self.out_weight), weights=dev(self.weights),
+    def _with_arrays(self, move: Callable[[Any], Any]) -> Graph:
+        """This graph with ``move`` applied to each of its arrays (the labels kept)."""
+
+        def moved(a: Any) -> Any:
+            return None if a is None else move(a)
+
+        return Graph(indptr=moved(self.indptr), indices=moved(self.indices),
+                     out_weight=moved(self.out_weight), weights=moved(self.weights),
                      labels=self.labels, name=self.name)
 
     def to_host(self) -> Graph:
         """This graph with NumPy arrays (itself when already on the host)."""
         if not self.on_gpu:
             return self
-
-        def host(a: Any) -> Any:
-            return None if a is None else a.get()
-
-        return Graph(indptr=host(self.indptr), indices=host(self.indices),
-                     out_weight=host(self.out_weight), weights=host(self.weights),
-                     labels=self.labels, name=self.name)
+        return self._with_arrays(lambda a: a.get())
 
     def nbytes(self) -> int:
         """Bytes held by the CSR, weights, degrees and labels."""
@@ -556,13 +555,19 @@ class Graph:
 
 
 def _check_weights(w: Any, name: str | None) -> None:
-    """Refuse a NaN, infinite or negative weight (``w``: an array or a Chunked)."""
-    values = w if isinstance(w, np.ndarray) else w.concatenate()
-    k = first_bad_weight(values)
-    if k is not None:
-        raise GraphFormatError(
-            f"edge {k} has weight {values[k]!r}; weights must be finite and >= 0", path=name
-        )
+    """Refuse a NaN, infinite or negative weight (``w``: an array, a Chunked, or Pieces,
+    checked piece by piece without joining them)."""
+    from webrank import build
+
+    parts = w.arrays if isinstance(w, build.Pieces) else [
+        w if isinstance(w, np.ndarray) else w.concatenate()]
+    before = 0
+    for values in parts:
+        k = first_bad_weight(values)
+        if k is not None:
+            raise GraphFormatError(f"edge {before + k} has weight {values[k]!r}; weights "
+                                   "must be finite and >= 0", path=name)
+        before += values.size
 
 
 def as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:

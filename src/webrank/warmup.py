@@ -61,8 +61,9 @@ def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = No
 
         if gpu_available():
             tasks += GPU_TASKS
-    jobs = jobs or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                       else os.cpu_count() or 1)
+    from webrank.kernels.cpu import available_cpus  # (imports no Numba)
+
+    jobs = jobs or available_cpus()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="webrank-warmup-") as tmp:
         def run(task: str) -> None:

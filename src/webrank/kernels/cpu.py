@@ -121,6 +121,11 @@ def num_threads() -> int:
     env = os.environ.get("NUMBA_NUM_THREADS")
     if env:
         return int(env)
+    return available_cpus()
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask; all of them elsewhere)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
