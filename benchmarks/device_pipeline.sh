@@ -7,6 +7,12 @@
 #   profile  cProfile and -X importtime of whole `webrank rank` processes (npz, txt; gpu)
 #   auto     each CPU method's first and second solve, pinned to 16/4/2 cores
 #            (benchmarks/cpu_auto_choice.py on R-MAT $AUTO_SCALE and cnr-2000)
+#   trace    who first imports cupyx/SciPy/Numba in whole GPU processes (trace_import.py)
+#   upload   host → device copies of a 0.5 GB array: one cp.asarray, slices, memory map
+#   graphblas  benchmarks/cpu_vs_graphblas.py at all cores and pinned to 2 (taskset)
+#   e2e      `webrank bench e2e` (WEBRANK_E2E_SCALES, default "20 22"), both devices
+#   probe    which CuPy operation first loads cupyx (and with it SciPy)
+#   tests    the gpu-marked tests ($TESTS_PATH, default tests/)
 #   SCALE=23 STEPS="rmat profile" bash benchmarks/device_pipeline.sh
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
@@ -19,7 +25,7 @@ if want real; then
     whole "$WEBRANK_DATASETS/$g.txt.gz" cpu; whole "$WEBRANK_DATASETS/$g.txt.gz" cpu
   done 2>&1 | tee "$OUT/whole_real.txt"
 fi
-if want rmat || want profile || want ingest || want setup; then
+if want rmat || want profile || want ingest || want setup || want trace; then
   t0=$(date +%s.%N)
   python3 -m webrank generate rmat $S --out $D/rmat$S.txt --seed 1
   python3 -m webrank convert $D/rmat$S.txt $D/rmat$S.npz
@@ -58,4 +64,98 @@ if want auto; then
   timeout ${AUTO_S:-300} python3 benchmarks/cpu_auto_choice.py $D/rmat$A.npz \
     "$WEBRANK_DATASETS/cnr-2000.txt.gz" --threads ${AUTO_THREADS:-16 4} --repeat 1 \
     --out "$OUT/cpu_auto_choice.json" 2>&1 | tail -8
+fi
+if want trace; then
+  for f in $D/rmat$S.npz $D/rmat$S.txt; do
+    python3 benchmarks/trace_import.py cupyx.linalg,scipy,numba,pandas -- -m webrank rank $f \
+      --device gpu --tol 1e-10 -o /tmp/s.parquet > /dev/null 2> /tmp/trace.txt
+    grep -v "^    " /tmp/trace.txt | grep -v -e "frozen importlib" -e "click/core.py" \
+      > "$OUT/trace_$(basename $f | tr . _).txt"
+    grep -- "^---" /tmp/trace.txt || echo "$(basename $f): none of them imported"
+  done
+fi
+if want upload; then
+  for way in asarray slices mapped; do
+    python3 - "$way" "$D" <<'PY'
+import sys, time, numpy as np
+way, folder = sys.argv[1], sys.argv[2]
+import cupy as cp
+cp.zeros(1).sum(); cp.cuda.Device().synchronize()
+a = np.arange(1 << 27, dtype=np.int32)  # 0.5 GB
+np.save(f"{folder}/a.npy", a)
+from webrank.arrays import to_device
+t = time.perf_counter()
+if way == "asarray":
+    d = cp.asarray(a)
+elif way == "slices":
+    d = to_device(a)
+else:
+    d = to_device(np.load(f"{folder}/a.npy", mmap_mode="r"))
+cp.cuda.Device().synchronize()
+print(f"upload 0.5 GB {way}: {time.perf_counter() - t:.3f} s", flush=True)
+PY
+  done 2>&1 | tee "$OUT/upload.txt"
+fi
+if want graphblas; then
+  python3 -m webrank generate rmat 20 --out $D/rmat20.npz --seed 1 > /dev/null
+  python3 -m webrank generate rmat 22 --out $D/rmat22.npz --seed 1 > /dev/null
+  G="$D/rmat20.npz $D/rmat22.npz $WEBRANK_DATASETS/cnr-2000.txt.gz $WEBRANK_DATASETS/web-NotreDame.txt.gz"
+  timeout ${GB_S:-200} python3 benchmarks/cpu_vs_graphblas.py $G --repeat 3 \
+    --out "$OUT/cpu_vs_graphblas_16threads.json" 2>&1 | tail -5
+  timeout ${GB_S:-200} taskset -c 0,1 python3 benchmarks/cpu_vs_graphblas.py $G --repeat 3 \
+    --out "$OUT/cpu_vs_graphblas_2threads.json" 2>&1 | tail -5
+fi
+if want e2e; then
+  WEBRANK_E2E_SCALES=${E2E_SCALES:-20 22} timeout ${E2E_S:-300} python3 -m webrank bench e2e \
+    --device both --repeats ${E2E_REPEATS:-2} --data "$WEBRANK_DATASETS" --out "$OUT/e2e" \
+    > "$OUT/e2e.log" 2>&1
+  echo "== e2e exit $?"; tail -3 "$OUT/e2e.log"
+  tar -czf "$OUT/e2e.tar.gz" -C "$OUT" e2e && rm -rf "$OUT/e2e"
+fi
+if want tests; then
+  timeout ${TESTS_S:-240} python3 -m pytest -q -p no:cacheprovider -m gpu -rfE \
+    ${TESTS_PATH:-tests/} > "$OUT/pytest_gpu.log" 2>&1
+  echo "== tests exit $?"; grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest_gpu.log" | tail -12
+fi
+if want probe; then
+  python3 - <<'PY' 2>&1 | tee "$OUT/probe.txt"
+import sys, time, numpy as np
+t = time.perf_counter()
+import cupy as cp
+print("cupy", cp.__version__, "numpy", np.__version__, f"import {time.perf_counter() - t:.3f} s")
+loaded = lambda: "cupyx.linalg" in sys.modules or "scipy" in sys.modules
+a = cp.arange(10)
+steps = [
+    ("zeros(1).sum()", lambda: cp.zeros(1).sum()),
+    ("a.astype(int64)", lambda: a.astype(cp.int64)),
+    ("a << 32", lambda: a << 32),
+    ("a | a", lambda: a | a),
+    ("a[0] != 0", lambda: a[0] != 0),
+    ("bool(a[0] != 0)", lambda: bool(a[0] != 0)),
+    ("int(a[-1])", lambda: int(a[-1])),
+    ("a.min()", lambda: a.min()),
+    ("cp.isfinite(a)", lambda: cp.isfinite(a)),
+    ("a.sort()", lambda: cp.sort(a)),
+    ("cp.bincount", lambda: cp.bincount(a)),
+    ("cp.cumsum", lambda: cp.cumsum(a)),
+    ("cp.asarray(np)", lambda: cp.asarray(np.arange(5))),
+    ("a.get()", lambda: a.get()),
+    ("np.float64(2) * a", lambda: np.float64(2) * a),
+]
+for name, f in steps:
+    before = loaded()
+    t = time.perf_counter()
+    f()
+    cp.cuda.Device().synchronize()
+    dt = time.perf_counter() - t
+    print(f"{name:24s} {dt * 1e3:8.1f} ms", "LOADED cupyx/scipy" if loaded() and not before else "")
+PY
+  D2=/tmp/webrank-ingest; mkdir -p $D2
+  python3 -m webrank generate rmat 22 --out $D2/rmat22.npz --seed 1 > /dev/null
+  python3 -X importtime -m cProfile -o /tmp/p.prof -m webrank rank $D2/rmat22.npz --device gpu \
+    --tol 1e-10 -o /tmp/s.parquet 2> /tmp/imp.txt > /dev/null
+  { sort -t'|' -k2 -n -r /tmp/imp.txt | head -30
+    python3 -c "import pstats; pstats.Stats('/tmp/p.prof').sort_stats('cumtime').print_stats(70)"
+  } > "$OUT/profile_rmat22_npz.txt" 2>&1
+  for k in 1 2 3; do whole $D2/rmat22.npz gpu; done 2>&1 | tee -a "$OUT/probe.txt"
 fi

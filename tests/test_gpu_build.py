@@ -78,3 +78,33 @@ def test_reordered_gather_gives_the_same_answer(weighted, dtype):
     assert np.abs(b.scores - c.scores).sum() < tol
     with pytest.raises(ValueError, match="reorder"):
         webrank.pagerank(g, device="gpu", reorder="bogus")
+
+
+@pytest.mark.gpu
+def test_to_device_in_slices_and_weights_checked_there(monkeypatch):
+    import cupy as cp
+
+    import webrank.arrays
+    from webrank.build import first_bad_weight
+
+    monkeypatch.setattr(webrank.arrays, "UPLOAD_SLICE_BYTES", 1 << 12)
+    a = np.random.default_rng(2).random(100_003)
+    d = webrank.arrays.to_device(a)
+    assert isinstance(d, cp.ndarray) and np.array_equal(d.get(), a)
+    assert np.array_equal(webrank.arrays.to_device(a, np.float32).get(), a.astype(np.float32))
+    a[77_777] = -1.0
+    assert first_bad_weight(webrank.arrays.to_device(a)) == 77_777
+
+
+@pytest.mark.gpu
+def test_cache_loaded_for_the_gpu_equals_the_host_load(tmp_path):
+    rng = np.random.default_rng(9)
+    g = Graph.from_edges(rng.integers(0, 3000, 40000), rng.integers(0, 3000, 40000),
+                         rng.random(40000))
+    p = tmp_path / "g.npz"
+    webrank.save_graph(g, p)
+    dev = webrank.load(p, device="gpu")
+    assert dev.on_gpu
+    back = dev.to_host()
+    for a in ("indptr", "indices", "out_weight", "weights", "labels"):
+        np.testing.assert_array_equal(getattr(back, a), getattr(g, a))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import DATASETS, write
 
+from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io import (
     FORMATS,
@@ -332,6 +333,30 @@ def test_native_cache_roundtrip(tmp_path):
         assert load(p, format="native").n == g.n
         with np.load(p, allow_pickle=False) as z:  # nothing pickled
             assert "__webrank_format__" in z.files
+
+
+def test_native_cache_read_for_the_card(tmp_path, monkeypatch):
+    # device="gpu": members memory-mapped, handed to to_device, checked where they land
+    # (here to_device is a host copy, so the card's path runs without a card)
+    import webrank.arrays
+
+    moved = []
+    monkeypatch.setattr(webrank.arrays, "to_device",
+                        lambda a, dtype=None: moved.append(type(a)) or np.array(a, dtype))
+    for i, g in enumerate([Graph.from_edges(SRC, DST), Graph.from_edges(SRC, DST, WTS),
+                           Graph.from_edges([0], [0], num_nodes=3, node_ids="range")]):
+        p = tmp_path / f"g{i}.npz"
+        save_graph(g, p)
+        back = load(p, device="gpu")
+        for a in ("indptr", "indices", "out_weight", "weights", "labels"):
+            x, y = getattr(back, a), getattr(g, a)
+            assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), a
+    assert np.memmap in moved
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, __webrank_format__=np.array("webrank-graph"), __webrank_version__=np.array(1),
+             indptr=np.array([0, 2, 1, 2]), indices=np.array([0, 1]), out_weight=np.ones(3))
+    with pytest.raises(GraphFormatError, match="not non-decreasing"):
+        load(bad, device="gpu")
 
 
 def test_native_cache_from_text_file(tmp_path):

@@ -85,6 +85,29 @@ def test_hex_id_is_not_an_integer(tmp_path):
     fails(write(tmp_path / "g.txt", GOOD + "0x1f\t2\n"), 51, "0x1f\t2", match="0x1f")
 
 
+@pytest.mark.parametrize("device", ["cpu", "gpu"], ids=["host-build", "card-build"])
+def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
+    # a plain file goes to pyarrow as a memory map, searched for x/X a slice at a time
+    # beside the parse: an id in the last slice, and one across a slice's end
+    from webrank.io import edgelist
+    from webrank.io.options import ReadOptions
+
+    monkeypatch.setattr(edgelist._MappedSource, "_SLICE", 64)
+    monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 40)  # (not Numba's parse)
+    body = GOOD * 20
+    for bad in ["0X1F\t2", "7\t0x2"]:
+        p = write(tmp_path / "g.txt", body + bad + "\n" + GOOD)
+        with pytest.raises(GraphFormatError, match=f"line {1001}"):
+            edgelist.read_edge_columns(p, options=ReadOptions(device=device))
+    seen = []
+    p = write(tmp_path / "g.txt", body)
+    src, _, _, _ = edgelist.read_edge_columns(
+        p, options=ReadOptions(device=device, progress=lambda done, total: seen.append(
+            (done, total))))
+    assert sum(a.size for a in getattr(src, "arrays", [src])) == 1000
+    assert seen[-1] == (p.stat().st_size,) * 2
+
+
 @pytest.mark.parametrize("bad", ["nan", "inf", "-0.5", "-inf", "NaN"])
 def test_bad_weight(tmp_path, bad):
     text = "".join(f"{i} {i + 1} 1.5\n" for i in range(30)) + f"3 4 {bad}\n"

@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module
+
 __all__ = [
     "BlockPlan",
     "BlockedLayout",
@@ -66,17 +68,8 @@ MIN_CHUNK_BITS, MAX_CHUNK_BITS = 6, 16
 BLOCK_ENTRIES = 128
 
 
-def _xp(a: Any) -> Any:
-    """NumPy or CuPy, whichever ``a`` belongs to (CuPy imported only for its arrays)."""
-    if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    return np
-
-
 def _host(a: Any) -> np.ndarray:
-    return a.get() if _xp(a) is not np else np.asarray(a)
+    return a.get() if array_module(a) is not np else np.asarray(a)
 
 
 @dataclass(frozen=True)
@@ -159,7 +152,7 @@ def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | N
                          f"{indptr.size - 1} rows")
     if not 1 <= part_rows_max <= MAX_LOCAL:
         raise ValueError(f"part_rows_max must be in 1..{MAX_LOCAL}, not {part_rows_max}")
-    xp = _xp(indptr)
+    xp = array_module(indptr)
     ptr = indptr[row_begin:row_end + 1]  # stays on its device: only P + 1 cuts come back
     first = int(ptr[0])
     m = int(ptr[-1]) - first
@@ -260,7 +253,7 @@ def tiles_of(blk_ptr: Any, num_parts: int, num_chunks: int, tile_entries: int
              ) -> tuple[Any, Any]:
     """Scatter tiles: each chunk's entry range cut into pieces of at most
     ``tile_entries`` entries. Returns ``(tile_ptr, tile_chunk)`` on ``blk_ptr``'s device."""
-    xp = _xp(blk_ptr)
+    xp = array_module(blk_ptr)
     if num_parts == 0:  # an empty row range
         return xp.zeros(1, dtype=xp.int64), xp.zeros(0, dtype=xp.int64)
     # C + 1 chunk starts: small, so the tiles are cut on the host
@@ -281,7 +274,7 @@ def tiles_of(blk_ptr: Any, num_parts: int, num_chunks: int, tile_entries: int
 
 def part_order_of(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
     """Partitions by decreasing number of entries (int32, on ``blk_ptr``'s device)."""
-    xp = _xp(blk_ptr)
+    xp = array_module(blk_ptr)
     counts = xp.diff(blk_ptr).reshape(num_chunks, num_parts).sum(axis=0)
     return xp.argsort(-counts, kind="stable").astype(xp.int32)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module
 from webrank.errors import GraphFormatError
 
 __all__ = [
@@ -378,5 +379,6 @@ def fixed_node_set(hi: int, num_edges: int, *, labels: Any, node_ids: str,
 def first_bad_weight(w: np.ndarray) -> int | None:
     """Position of the first NaN, infinite or negative entry of ``w`` (weights must be
     finite and >= 0), or None; every reader names it in its own terms."""
-    bad = ~np.isfinite(w) | (w < 0)
-    return int(np.argmax(bad)) if bad.any() else None
+    xp = array_module(w)  # (NumPy's functions on a CuPy array would import SciPy)
+    bad = ~xp.isfinite(w) | (w < 0)
+    return int(xp.argmax(bad)) if bool(bad.any()) else None

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module, to_device
 from webrank.build import Chunked, Pieces, fixed_node_set
 
 __all__ = ["csr_on_device", "device_build_bytes", "edge_csr_on_device"]
@@ -110,11 +111,15 @@ def _upload(col: Any, dtype: Any, cp: Any) -> Any:
     elif isinstance(col, Pieces):
         parts = col.arrays
     else:
-        return cp.asarray(col, dtype=dtype)
+        parts = [col]
+    if cp is np:
+        return np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts), dtype=dtype)
+    if len(parts) == 1:
+        return to_device(parts[0], dtype)
     out = cp.empty(col.size, dtype=dtype)
     at = 0
     for part in parts:
-        out[at:at + part.size] = cp.asarray(part, dtype=dtype)
+        out[at:at + part.size] = to_device(part, dtype)
         at += part.size
     return out
 
@@ -122,15 +127,6 @@ def _upload(col: Any, dtype: Any, cp: Any) -> Any:
 def _free_bytes(cp: Any) -> int:
     """Free device memory, the memory pool's cached blocks included."""
     return int(cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes())
-
-
-def _array_module(a: Any) -> Any:
-    """NumPy for NumPy arrays, else CuPy."""
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-
-    return cupy
 
 
 def _compact(src: Any, dst: Any, hi: int, m: int, cp: Any) -> tuple[Any, Any, Any]:
@@ -160,7 +156,7 @@ def csr_on_device(src: Any, row: Any, rows: int, duplicates: str = "collapse",
     Returns ``(indptr, indices, weights or None)``, int32 indices, int32 or int64 row
     pointers. The keys are the only O(m) temporary unweighted (about 16 bytes per link
     at the sort's peak)."""
-    cp = _array_module(src)
+    cp = array_module(src)
     keys = (row.astype(cp.int64) << 32) | src.astype(cp.int64)
     if weight is not None:
         return _weighted_csr(keys, weight, rows, duplicates)
@@ -200,7 +196,7 @@ def csr_on_device(src: Any, row: Any, rows: int, duplicates: str = "collapse",
 def _weighted_csr(keys: Any, weight: Any, rows: int, duplicates: str
                   ) -> tuple[Any, Any, Any]:
     """:func:`csr_on_device` with per-link weights (fewer than 2**31 links)."""
-    cp = _array_module(keys)
+    cp = array_module(keys)
     m = int(keys.size)
     if m > _MAX_NODES:
         raise ValueError("weighted links are merged on the device below 2**31 links")
@@ -225,7 +221,7 @@ def _weighted_csr(keys: Any, weight: Any, rows: int, duplicates: str
 
 def _csr_of_keys(keys: Any, row_counts: Any, weights: Any) -> tuple[Any, Any, Any]:
     """``(indptr, indices, weights)`` of sorted, merged keys and their rows' counts."""
-    cp = _array_module(keys)
+    cp = array_module(keys)
     nnz = int(keys.size)
     # the low 32 bits of each key are its source (ids < 2**31, so the cast keeps them)
     indices = keys.astype(cp.int32)

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module
+
 __all__ = ["certain_cuts", "certified_prefix", "error_bound"]
 
 _U = 2.0**-53  # unit roundoff of float64
@@ -63,7 +65,7 @@ def error_bound(graph: Any, scores: Any, alpha: float, personalization: Any = No
     GPU; two where ``scores`` has negative entries), O(n + m). See the module docstring
     for the derivation.
     """
-    xp = _array_module(graph)
+    xp = array_module(graph.indptr)
     x = xp.asarray(scores, dtype=xp.float64)
     n = x.size
     v = None if personalization is None else xp.asarray(personalization, dtype=xp.float64)
@@ -112,14 +114,6 @@ def certified_prefix(scores: np.ndarray, bound: float, k: int) -> np.ndarray:
     order, cuts = certain_cuts(scores, bound, k)
     fails = np.flatnonzero(~cuts)
     return order if fails.size == 0 else order[:int(fails[0])]
-
-
-def _array_module(graph: Any) -> Any:
-    if graph.on_gpu:
-        import cupy
-
-        return cupy
-    return np
 
 
 def _dangling_mask(graph: Any, xp: Any) -> Any:

@@ -523,9 +523,9 @@ class Graph:
         there); the labels stay on the host. Needs CuPy."""
         if self.on_gpu:
             return self
-        import cupy as cp
+        from webrank.arrays import to_device
 
-        return self._with_arrays(cp.asarray)
+        return self._with_arrays(to_device)
 
     def _with_arrays(self, move: Callable[[Any], Any]) -> Graph:
         """This graph with ``move`` applied to each of its arrays (the labels kept)."""

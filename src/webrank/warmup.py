@@ -122,6 +122,9 @@ def _task(name: str, folder: Path) -> None:
                      for a, b in zip(src.tolist(), dst.tolist(), strict=True)]
             path.write_text(("src\tdst\n" if header else "") + "\n".join(lines) + "\n")
             webrank.pagerank(webrank.load(path, device=device), device=device, tol=tol)
+            cache = path.with_suffix(".npz")  # (read for the GPU: checked there)
+            webrank.save_graph(webrank.load(path), cache)
+            webrank.pagerank(webrank.load(cache, device=device), device=device, tol=tol)
     elif name in ("power", "power-float32"):
         dtype = "float32" if name == "power-float32" else "float64"
         for graph in (g, gw):

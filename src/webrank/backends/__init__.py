@@ -71,9 +71,10 @@ _warmup: threading.Thread | None = None
 
 def start_gpu_warmup() -> None:
     """Start what a process's first GPU call waits for — importing CuPy, creating the CUDA
-    context, importing ``cupyx`` (which CuPy's first array operations pull in) — in a
-    background thread, so that it overlaps with reading the graph (about 1.2 s on an
-    H100 host). Idempotent; best effort: a failure shows where the GPU is first used.
+    context and its memory pool, importing ``cupyx.scipy.special`` — in a background
+    thread, so that it overlaps with reading the graph (about 1 s on an H100 host; a text
+    file's parse needs no GIL, so it runs beside it undisturbed). Idempotent; best
+    effort: a failure shows where the GPU is first used.
     ``WEBRANK_GPU_WARMUP=0`` in the environment turns it off (to measure without it).
     """
     global _warmup
@@ -93,9 +94,13 @@ def _warm_gpu() -> None:
         if not usable:
             return
         import cupy
-        import cupyx  # noqa: F401 - the import itself is the work
 
         cupy.zeros(1).sum()  # the context and the memory pool
+        # CuPy 14 sends an operator with a Python scalar (``a << 32``, ``a != 0``)
+        # through NumPy's ufunc dispatch, whose ``__array_ufunc__`` imports this module
+        # and with it SciPy (0.4-0.6 s): the first such operator of a GPU run would
+        # otherwise pay for it in the main thread
+        import cupyx.scipy.special  # noqa: F401
     except Exception:
         pass
     finally:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module, to_device
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
@@ -40,7 +41,7 @@ def heavy_segments(indptr: np.ndarray, threshold: int,
     ``head`` (the hybrid method) keeps only the first ``head`` in-links of each such row
     on the GPU; the caller adds the rest of the row's sum itself.
     """
-    xp = _array_module(indptr)
+    xp = array_module(indptr)
     deg = xp.diff(indptr)
     heavy = deg > threshold
     light = deg[~heavy]
@@ -60,15 +61,6 @@ def heavy_segments(indptr: np.ndarray, threshold: int,
     return {"seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
             "end": end.astype(indptr.dtype), "n_heavy": int(rows.size),
             "light_mean": light_mean}
-
-
-def _array_module(a: Any) -> Any:
-    """NumPy or CuPy, whichever ``a`` belongs to (CuPy imported only for its arrays)."""
-    if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    return np
 
 
 def host_array(a: Any) -> np.ndarray:
@@ -109,13 +101,13 @@ def upload_csr(graph: Graph) -> dict[str, Any]:
     """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs)."""
     import cupy as cp
 
-    dangling = cp.asarray(graph.dangling)
+    dangling = to_device(graph.dangling)
     if graph.weights is not None:  # the edge values already hold 1/out-weight
         inv_out = cp.where(dangling, 0.0, 1.0)
     else:
-        ow = cp.asarray(graph.out_weight)
+        ow = to_device(graph.out_weight)
         inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
-    return {"indptr": cp.asarray(graph.indptr), "indices": cp.asarray(graph.indices),
+    return {"indptr": to_device(graph.indptr), "indices": to_device(graph.indices),
             "dangling": dangling, "inv_out": inv_out}
 
 
@@ -198,7 +190,7 @@ class GPUOperator(PageRankOperator):
         self._weighted = tv is not None
         self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else on_device(
             graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
-            lambda: cp.asarray(tv.astype(self.dtype)))
+            lambda: to_device(tv, self.dtype))
         self._inv_out = self._g["inv_out"]
         self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
         self._d = self._v if dangling is None else cp.asarray(dangling)

@@ -127,7 +127,8 @@ def load(
         do not apply to it (bvgraph: all but ``duplicates`` and ``name``).
     **overrides
         ``labels``, ``delimiter``, ``header``, ``weighted``, ``node_ids``, ``duplicates``,
-        ``columns``, ``progress``: these fields of ``options``, as keywords.
+        ``columns``, ``progress``, ``device``: these fields of ``options``, as keywords
+        (``device="gpu"`` builds the graph on the GPU, for a run there).
 
     Returns
     -------

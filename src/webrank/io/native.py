@@ -25,12 +25,14 @@ allow_pickle=False)``.
 from __future__ import annotations
 
 import io
+import math
 import os
 import zipfile
 from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph, first_bad_weight
 from webrank.io.options import ReadOptions, reader_options
@@ -42,6 +44,8 @@ FORMAT_MARKER = "webrank-graph"
 FORMAT_VERSION = 1
 _MARKER_KEY = "__webrank_format__"
 _VERSION_KEY = "__webrank_version__"
+#: the arrays a load for the GPU puts there (the labels stay on the host)
+_DEVICE_ARRAYS = frozenset({"indptr", "indices", "out_weight", "weights"})
 
 
 def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
@@ -204,25 +208,31 @@ def read_native(
                     f"version {FORMAT_VERSION} (re-create the cache from the source file)",
                     path=name,
                 )
-            data = _stored_arrays(path, z.zip) or {k: z[k] for k in keys}
+            on_gpu = opts.device == "gpu"
+            data = _stored_arrays(path, z.zip, mapped=on_gpu) or {k: z[k] for k in keys}
     except GraphFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
         raise GraphFormatError(
             f"not a readable webrank graph cache (.npz): {type(e).__name__}: {e}", path=name
         ) from None
+    if on_gpu:  # the arrays go up from the page cache; the checks run on the card
+        from webrank.arrays import to_device
+
+        data = {k: to_device(v) if k in _DEVICE_ARRAYS else np.array(v)
+                for k, v in data.items()}
     graph = _build(data, name)
-    if opts.device == "gpu":
-        graph = graph.to_device()
     if progress is not None:
         progress(total, total)
     return graph
 
 
-def _stored_arrays(path: str, archive: zipfile.ZipFile) -> dict[str, np.ndarray] | None:
+def _stored_arrays(path: str, archive: zipfile.ZipFile,
+                   mapped: bool = False) -> dict[str, np.ndarray] | None:
     """Every ``.npy`` member of ``archive`` read into a fresh array with one
-    ``readinto``, or None where a member is compressed, not ``.npy`` or holds objects
-    (then ``np.load`` reads them)."""
+    ``readinto`` (``mapped``: as a read-only memory map of the file, nothing read yet),
+    or None where a member is compressed, not ``.npy`` or holds objects (then
+    ``np.load`` reads them)."""
     from numpy.lib import format as npy
 
     infos = archive.infolist()
@@ -249,6 +259,11 @@ def _stored_arrays(path: str, archive: zipfile.ZipFile) -> dict[str, np.ndarray]
             shape, fortran, dtype = read_header(io.BytesIO(header))
             if dtype.hasobject:
                 return None
+            if mapped and shape and dtype.itemsize and math.prod(shape):
+                out[info.filename[:-4]] = np.memmap(
+                    f, dtype=dtype, mode="r", offset=f.tell(), shape=shape,
+                    order="F" if fortran else "C")
+                continue
             arr = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
             view = memoryview(arr.reshape(-1, order="A")).cast("B")
             done = 0
@@ -262,7 +277,8 @@ def _stored_arrays(path: str, archive: zipfile.ZipFile) -> dict[str, np.ndarray]
 
 
 def _build(data: dict[str, Any], name: str) -> Graph:
-    """Graph from the stored arrays, after O(n + m) consistency checks."""
+    """Graph from the stored arrays (NumPy, or CuPy for the CSR and weights), after
+    O(n + m) consistency checks."""
 
     def bad(what: str) -> GraphFormatError:
         return GraphFormatError(f"corrupt webrank graph cache: {what}", path=name)
@@ -277,9 +293,10 @@ def _build(data: dict[str, Any], name: str) -> Graph:
     m = int(indptr[-1])
     if indices.ndim != 1 or indices.dtype.kind != "i" or indices.size != m or indptr[0] != 0:
         raise bad("indptr and indices disagree")
-    if n and np.any(np.diff(indptr) < 0):
+    xp = array_module(indices)
+    if n and bool(xp.any(indptr[1:] < indptr[:-1])):
         raise bad("indptr is not non-decreasing")
-    if m and (indices.min() < 0 or indices.max() >= n):
+    if m and (int(indices.min()) < 0 or int(indices.max()) >= n):
         raise bad("indices out of range")
     if out_weight.shape != (n,) or out_weight.dtype.kind != "f":
         raise bad("out_weight is not a float array of one entry per node")
@@ -293,7 +310,7 @@ def _build(data: dict[str, Any], name: str) -> Graph:
     if weights is not None and (k := first_bad_weight(weights)) is not None:
         raise bad(f"link {k} has weight {float(weights[k])}")
     expect = float(m if weights is None else weights.sum())
-    if weights is None and np.any(out_weight != np.floor(out_weight)):
+    if weights is None and bool(xp.any(out_weight != xp.floor(out_weight))):
         raise bad("an unweighted graph's out-weights are not link counts")
     if abs(float(out_weight.sum()) - expect) > 1e-9 * max(expect, 1.0):
         raise bad(f"the out-weights sum to {float(out_weight.sum())!r}, the links' "

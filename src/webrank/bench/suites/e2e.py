@@ -160,7 +160,7 @@ def phases(path: str, fmt: str, device: str, folder: str) -> None:
     if floor is not None:
         times["parse_floor"] = floor
     t = time.perf_counter()
-    g = webrank.load(path)
+    g = webrank.load(path, device=device)  # (a run on the GPU builds its graph there)
     times["load"] = time.perf_counter() - t
     t = time.perf_counter()
     r = webrank.pagerank(g, tol=TOL, device=device, raise_on_nonconvergence=False)
