@@ -29,7 +29,7 @@ def per_iter(fn, reps=5):
 def cusparse_iters(g):
     import cupyx.scipy.sparse as csp
 
-    inv = np.where(g.dangling, 0.0, 1.0 / np.where(g.dangling, 1.0, g.out_weight))
+    inv = np.where(g.dangling_mask, 0.0, 1.0 / np.where(g.dangling_mask, 1.0, g.out_weight))
     a = csp.csr_matrix((cp.asarray(inv[g.indices]), cp.asarray(g.indices),
                         cp.asarray(g.indptr)), shape=(g.n, g.n))
     x = cp.full(g.n, 1.0 / g.n)

@@ -159,16 +159,16 @@ def test_fixed_scores_are_the_q63_vector_over_its_exact_total():
     # the device-independent normalisation: the integer vector divided by its integer
     # total, not renormalised by a float sum (whose order differs between devices)
     from webrank.backends import make_operator
-    from webrank.backends.fixed_point import fixed_constants
+    from webrank.backends.fixed_point import FixedPointMatrix, fixed_constants
     from webrank.solvers.fixed import fixed
 
     g = random_graph(6, 2000, 30000, weighted=True, isolated=3)
     r = webrank.pagerank(g, tol=1e-13, method="fixed", device="cpu")
     op = make_operator(g, device="cpu", alpha=0.85, personalization=None, dangling=None,
                        dtype="float64")
-    raw = op.fixed_steps(to_q63(np.full(g.n, 1.0 / g.n)), product=PRODUCT_EXACT, tol=1e-13,
-                         max_steps=1000, criterion="l1",
-                         **fixed_constants(op))
+    matrix = FixedPointMatrix(product=PRODUCT_EXACT, **fixed_constants(op))
+    raw = op.fixed_steps(to_q63(np.full(g.n, 1.0 / g.n)), matrix=matrix, tol=1e-13,
+                         max_steps=1000, criterion="l1")
     total = int(raw.x.sum(dtype=np.uint64))
     np.testing.assert_array_equal(r.scores, raw.x.astype(np.float64) / float(total))
     assert abs(r.scores.sum() - 1.0) < 1e-14
@@ -230,7 +230,7 @@ def test_fixed_step_skips_the_rows_the_mask_marks():
     rng = np.random.default_rng(1)
     x = to_q63(rng.dirichlet(np.ones(g.n)))
     xs = mulfrac_array(x, c["node_scale"], PRODUCT_EXACT)
-    dm = int(x[g.dangling].sum(dtype=np.uint64))
+    dm = int(x[g.dangling_mask].sum(dtype=np.uint64))
     bounds = chunk_bounds(g.indptr, 4)
 
     def step(calm, patience):
@@ -252,7 +252,7 @@ def test_fixed_step_skips_the_rows_the_mask_marks():
     np.testing.assert_array_equal(got_xs[frozen], xs[frozen])
     np.testing.assert_array_equal(got_x[~frozen], full_x[~frozen])
     np.testing.assert_array_equal(got_xs[~frozen], full_xs[~frozen])
-    assert got_dm == int(got_x[g.dangling].sum(dtype=np.uint64))
+    assert got_dm == int(got_x[g.dangling_mask].sum(dtype=np.uint64))
     diff = np.abs(full_x.astype(np.float64) - x.astype(np.float64))
     assert got_res == pytest.approx(diff[~frozen].sum(), rel=1e-12) and got_res < full_res
     # counts: frozen rows untouched; the others 0 (they all moved by more than 0 ulps)

@@ -174,11 +174,11 @@ def test_update_making_nodes_dangling_and_undangling(weighted):
     src, dst = [0, 1, 2, 3, 3, 1], [1, 2, 0, 0, 4, 4]
     w = [1.0, 2.0, 1.0, 0.5, 1.5, 1.0] if weighted else None
     g = Graph.from_edges(src, dst, w, node_ids="range")
-    assert g.dangling.tolist() == [False, False, False, False, True]
+    assert g.dangling_mask.tolist() == [False, False, False, False, True]
     removed = ([3, 3], [0, 4])  # 3 becomes dangling
     added = ([4, 4], [2, 3]) if not weighted else ([4, 4], [2, 3], [1.0, 3.0])  # 4 undangles
     res = check_update(g, added, removed, max_frontier_fraction=1.0)
-    assert res.graph.dangling.tolist() == [False, False, False, True, False]
+    assert res.graph.dangling_mask.tolist() == [False, False, False, True, False]
     assert res.info["dangling_exact"]
 
 

@@ -372,7 +372,7 @@ def test_gauss_seidel_lumped_dangling_rows_solve_the_whole_system(case):
         w[g.indices == 0] = 0.0
         g = webrank.Graph.from_edges(g.indices, np.repeat(np.arange(g.n), np.diff(g.indptr)),
                                      w, node_ids="range", num_nodes=g.n)
-        assert g.dangling[0] and np.any(g.indices == 0)
+        assert g.dangling_mask[0] and np.any(g.indices == 0)
     elif case == "distributions":
         g = random_graph(33, 80, 200, weighted=False, isolated=5)
         opts = {"personalization": rng.random(g.n), "dangling": rng.random(g.n)}
@@ -383,7 +383,7 @@ def test_gauss_seidel_lumped_dangling_rows_solve_the_whole_system(case):
         g = webrank.Graph.from_edges(np.zeros(9, np.int64), np.arange(1, 10))
     else:
         g = random_graph(34, 200, 150, weighted=False, isolated=20)
-    assert g.dangling.any()
+    assert g.dangling_mask.any()
     ref = exact_pagerank(g, 0.9, opts.get("personalization"), opts.get("dangling"))
     for blocks in (1, 3):
         r = webrank.pagerank(g, alpha=0.9, tol=1e-12, method="gauss-seidel", blocks=blocks,

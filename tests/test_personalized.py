@@ -56,7 +56,7 @@ def _seed_sets(g: Graph, k: int, seed: int) -> list:
 def test_columns_match_pagerank_and_exact_solve(kernel, weighted, graph_seed):
     # self-loops (a tenth of the edges), dangling and isolated nodes, weights in [0, 3)
     g = random_graph(graph_seed, 40, 90, weighted, isolated=3)
-    assert g.dangling.any() and g.num_self_loops
+    assert g.dangling_mask.any() and g.num_self_loops
     seeds = [*_seed_sets(g, 5, graph_seed), {g.n - 1}]  # the last one is an isolated node
     r = personalized_pagerank(g, seeds, tol=1e-12, device="cpu")
     assert r.scores.shape == (g.n, len(seeds)) and r.all_converged

@@ -30,10 +30,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from webrank.arrays import array_module
 from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "gather_scale"]
 
 NodeIds = Literal["appear", "range"]
 Duplicates = Literal["collapse", "sum"]
@@ -380,9 +381,27 @@ class Graph:
         return self.weights is not None
 
     @property
-    def dangling(self) -> np.ndarray:
-        """Boolean mask of dangling nodes (no out-edge, or only zero-weight ones)."""
+    def dangling_mask(self) -> np.ndarray:
+        """Boolean mask of the dangling nodes (no out-edge, or only zero-weight ones).
+
+        (``pagerank(dangling=...)`` is another thing: the distribution their rank goes to.)
+        """
         return self.out_weight == 0
+
+    @property
+    def dangling(self) -> np.ndarray:
+        """Deprecated name of :attr:`dangling_mask` (``dangling`` elsewhere in the API is
+        the distribution of the dangling nodes' rank)."""
+        import warnings
+
+        warnings.warn("Graph.dangling is deprecated: use Graph.dangling_mask",
+                      DeprecationWarning, stacklevel=2)
+        return self.dangling_mask
+
+    def gather_scale(self) -> Any:
+        """What each node's value is multiplied by before its out-links carry it: see
+        :func:`gather_scale` (NumPy or CuPy, as the graph's arrays)."""
+        return gather_scale(self.out_weight, self.is_weighted)
 
     # -- derived data kept with the graph ------------------------------------------------
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
@@ -552,6 +571,18 @@ class Graph:
         kind = "weighted" if self.is_weighted else "unweighted"
         src = f", name={self.name!r}" if self.name else ""
         return f"<webrank.Graph n={self.n:,} edges={self.num_edges:,} {kind}{src}>"
+
+
+def gather_scale(out_weight: Any, weighted: bool) -> Any:
+    """Per node, the factor its value is multiplied by before its out-links carry it:
+    ``1 / out_weight`` for an unweighted graph (whose links then need no values), 1 for a
+    weighted one (whose transition values already hold ``w / out_weight``), and 0 for a
+    dangling node (``out_weight == 0``), whose rank is redistributed instead. NumPy or
+    CuPy, as ``out_weight``."""
+    xp = array_module(out_weight)
+    if weighted:
+        return xp.where(out_weight > 0, 1.0, 0.0)
+    return xp.where(out_weight > 0, 1.0 / xp.where(out_weight > 0, out_weight, 1.0), 0.0)
 
 
 def _check_weights(w: Any, name: str | None) -> None:

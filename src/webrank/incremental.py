@@ -568,7 +568,7 @@ def _warm_start(x_old: np.ndarray, old: Graph, v: np.ndarray, d: np.ndarray, alp
     (module docstring, step 1); b has length 1 when uniform."""
     n_old, n = x_old.size, v.size
     sigma_v = float(v[:n_old].sum())  # old teleport vector = v[:n_old] / sigma_v
-    d_old = float(x_old[old.dangling].sum())
+    d_old = float(x_old[old.dangling_mask].sum())
     if dangling_exact:
         b = (1.0 - alpha) * (np.array([v[0]]) if uniform else v)
         scale = sigma_v * (1.0 - alpha) / ((1.0 - alpha) + alpha * d_old)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.graph import Graph
 
 CRITERIA = ("l1", "l2", "linf")
@@ -220,19 +221,14 @@ class PageRankOperator(ABC):
         raise NotImplementedError(f"the {self.name} backend has no adaptive steps")
 
     def fixed_steps(
-        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
-        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
+        self, x: Any, *, matrix: FixedPointMatrix, tol: float, max_steps: int,
+        criterion: str, callback: Any = None, calm: Any = None, theta: int = 0,
+        patience: int = 0,
     ) -> StepsResult:
         """Up to ``max_steps`` power steps in unsigned fixed point (Q1.63 in ``uint64``).
 
-        ``x`` is the Q1.63 iterate (uint64 backend array). ``alpha_q`` is alpha in Q0.64;
-        ``node_scale`` (uint64, n) the Q0.64 reciprocal out-degree of each node
-        (unweighted) or a non-zero marker (weighted), 0 for dangling nodes;
-        ``edge_vals`` the Q0.64 transition probability of each in-link (empty when
-        unweighted); ``tele`` the Q1.63 teleport term ``(1 - alpha) v`` (length 1 when
-        uniform); ``dist`` the Q0.64 dangling distribution (empty when uniform);
-        ``product`` a :data:`webrank.kernels.cpu_fixed.PRODUCTS` code. See
+        ``x`` is the Q1.63 iterate (uint64 backend array), ``matrix`` the Google matrix in
+        fixed point (:class:`~webrank.backends.fixed_point.FixedPointMatrix`). See
         :func:`webrank.kernels.cpu_fixed.fixed_step` for the step. Residuals are
         returned in real units (ulps times 2**-63) and compared with ``tol`` exactly as
         :meth:`power_steps` does; the returned ``x`` is uint64 Q1.63.

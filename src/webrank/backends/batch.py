@@ -86,7 +86,7 @@ class BatchOperator:
         x = xp.full((n, b), 1.0 / n, order=self.order)
         g = xp.empty((n, b), dtype=self.dtype, order=self.order)
         xp.multiply(x, self.inv_out[:, None], out=g, casting="unsafe")
-        dm = float(self.graph.dangling.sum()) / n
+        dm = float(self.graph.dangling_mask.sum()) / n
         return Batch(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
                       dmass=np.full(b, dm), mass=np.ones(b))
 
@@ -136,14 +136,10 @@ class CPUBatchOperator(BatchOperator):
     def __init__(self, graph, dtype, alpha, shared_d) -> None:
         super().__init__(graph, np, dtype, alpha, shared_d, "C")
         vals = graph.transition_values()
-        if vals is None:
-            with np.errstate(divide="ignore"):
-                self.inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
-            self.vals = np.zeros(0, dtype=self.dtype)
-        else:  # weighted: the edge values hold 1/out-weight already
-            self.inv_out = np.where(graph.dangling, 0.0, 1.0)
-            self.vals = vals.astype(self.dtype)
-        self.dangling_idx = np.flatnonzero(graph.dangling)
+        self.inv_out = graph.gather_scale()
+        self.vals = (np.zeros(0, dtype=self.dtype) if vals is None
+                     else vals.astype(self.dtype))
+        self.dangling_idx = np.flatnonzero(graph.dangling_mask)
         self.bounds = chunk_bounds(graph.indptr, default_chunks())
         self.d_arg = np.zeros(0) if self.d is None else self.d
         self._out: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -265,13 +261,8 @@ def cpu_batch_operator(graph: Graph, dtype: str, alpha: float,
     vals = graph.transition_values()
     data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)
     matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
-    if vals is None:
-        with np.errstate(divide="ignore"):
-            inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
-    else:
-        inv_out = np.where(graph.dangling, 0.0, 1.0)
-    return ArrayBatchOperator(graph, np, dtype, alpha, shared_d, matrix, inv_out,
-                              np.flatnonzero(graph.dangling), "C")
+    return ArrayBatchOperator(graph, np, dtype, alpha, shared_d, matrix,
+                              graph.gather_scale(), np.flatnonzero(graph.dangling_mask), "C")
 
 
 def batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | None) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from webrank.backends.base import CPU_ENGINES, PageRankOperator, StepsResult
+from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 
@@ -76,16 +77,11 @@ class CPUOperator(PageRankOperator):
         # length-1 arrays tell the kernel "uniform" (saves reading two n-vectors)
         self._v_k = np.array([1.0 / n]) if self.uniform_v else self._v
         self._d_k = np.array([1.0 / n]) if self.uniform_d else self._d
-        self._dangling = graph.dangling
+        self._dangling = graph.dangling_mask
+        self._inv_out = graph.gather_scale()
         vals = graph.transition_values()
-        if vals is None:
-            with np.errstate(divide="ignore"):
-                self._inv_out = np.where(self._dangling, 0.0, 1.0 / graph.out_weight)
-            self._vals = np.zeros(0, dtype=self.dtype)
-        else:
-            # weighted: the per-edge values already hold 1/out_weight
-            self._inv_out = np.where(self._dangling, 0.0, 1.0)
-            self._vals = vals.astype(self.dtype)
+        self._vals = (np.zeros(0, dtype=self.dtype) if vals is None
+                      else vals.astype(self.dtype))
         self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
         self._partial = np.zeros((self._bounds.size, 3))
         self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
@@ -271,9 +267,9 @@ class CPUOperator(PageRankOperator):
         return StepsResult(x=x_cur, residuals=residuals[:done], converged=converged)
 
     def fixed_steps(
-        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
-        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
+        self, x: Any, *, matrix: FixedPointMatrix, tol: float, max_steps: int,
+        criterion: str, callback: Any = None, calm: Any = None, theta: int = 0,
+        patience: int = 0,
     ) -> StepsResult:
         from webrank.kernels import cpu_fixed
 
@@ -282,7 +278,7 @@ class CPUOperator(PageRankOperator):
         crit, tol_cmp = kernels.kernel_criterion(criterion, tol, ulp)
         x_cur = np.array(x, dtype=np.uint64)
         x_new = np.empty_like(x_cur)
-        xs_cur = cpu_fixed.mulfrac_array(x_cur, node_scale, product)
+        xs_cur = cpu_fixed.mulfrac_array(x_cur, matrix.node_scale, matrix.product)
         xs_new = np.empty_like(x_cur)
         dm = int(x_cur[self._dangling].sum(dtype=np.uint64))
         k = self._bounds.size
@@ -291,8 +287,9 @@ class CPUOperator(PageRankOperator):
         done, converged = 0, False
         while done < max_steps:
             res, dm = cpu_fixed.fixed_step(
-                g.indptr, g.indices, edge_vals, xs=xs_cur, x=x_cur, node_scale=node_scale,
-                tele=tele, dist=dist, alpha_q=alpha_q, dm=dm, crit=crit, product=product,
+                g.indptr, g.indices, matrix.edge_vals, xs=xs_cur, x=x_cur,
+                node_scale=matrix.node_scale, tele=matrix.tele, dist=matrix.dist,
+                alpha_q=matrix.alpha_q, dm=dm, crit=crit, product=matrix.product,
                 bounds=self._bounds, x_out=x_new, xs_out=xs_new, partial_res=partial_res,
                 partial_dm=partial_dm, calm=calm, theta=theta, patience=patience)
             x_cur, x_new = x_new, x_cur

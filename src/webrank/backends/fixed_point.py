@@ -10,12 +10,13 @@ use it.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FixedPointSteps", "fixed_constants", "from_q63", "reciprocals", "to_frac",
-           "to_q63"]
+__all__ = ["FixedPointMatrix", "FixedPointSteps", "fixed_constants", "from_q63",
+           "reciprocals", "to_frac", "to_q63"]
 
 
 def to_q63(a: Any, xp: Any = np) -> Any:
@@ -61,17 +62,49 @@ def reciprocals(out_degree: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class FixedPointMatrix:
+    """The Google matrix in fixed point, as
+    :meth:`~webrank.backends.PageRankOperator.fixed_steps` takes it (arrays ``uint64``,
+    on the operator's device).
+
+    Attributes
+    ----------
+    alpha_q : int
+        alpha in Q0.64.
+    node_scale : array, shape (n,)
+        The Q0.64 reciprocal out-degree of each node (unweighted) or a non-zero marker
+        (weighted); 0 for dangling nodes.
+    edge_vals : array, shape (m,) or (0,)
+        The Q0.64 transition probability of each in-link; empty when unweighted.
+    tele : array, shape (n,) or (1,)
+        The Q1.63 teleport term ``(1 - alpha) v``; length 1 when uniform.
+    dist : array, shape (n,) or (0,)
+        The Q0.64 dangling distribution; empty when uniform.
+    product : int
+        How a Q0.64 by Q1.63 product rounds: a
+        :data:`webrank.kernels.cpu_fixed.PRODUCTS` code.
+    """
+
+    alpha_q: int
+    node_scale: Any
+    edge_vals: Any
+    tele: Any
+    dist: Any
+    product: int
+
+
 def fixed_constants(op: Any) -> dict[str, Any]:
     """The fixed-point constants of ``op``'s Google matrix (host arrays, ``uint64``):
-    ``alpha_q`` (int, Q0.64), ``node_scale``, ``edge_vals``, ``tele``, ``dist`` as
-    :meth:`~webrank.backends.PageRankOperator.fixed_steps` takes them."""
+    ``alpha_q`` (int, Q0.64), ``node_scale``, ``edge_vals``, ``tele``, ``dist``, the
+    fields of :class:`FixedPointMatrix` but its rounding."""
     from webrank.kernels.cpu_fixed import FRAC_MAX, PRODUCT_EXACT, mulfrac_array
 
     g = op.graph
     n = op.n
     alpha_q = min(round(float(np.ldexp(op.alpha, 64))), FRAC_MAX)
     one_minus_alpha_q = (1 << 64) - alpha_q  # alpha + (1 - alpha) == 1 exactly
-    dangling = op.to_host(g.dangling)
+    dangling = op.to_host(g.dangling_mask)
     tv = g.transition_values()
     if tv is None:
         out_degree = np.rint(op.to_host(g.out_weight)).astype(np.uint64)
@@ -95,8 +128,8 @@ def fixed_constants(op: Any) -> dict[str, Any]:
 
 class FixedPointSteps:
     """An operator's fixed-point steps with ``product`` rounding: :meth:`encode` the start,
-    :attr:`steps` (``op.fixed_steps`` with the Google matrix's constants bound; the
-    signature of :func:`webrank.solvers.in_epochs`'s ``steps``), :meth:`decode` the end.
+    :attr:`steps` (``op.fixed_steps`` with :attr:`matrix` bound; the signature of
+    :func:`webrank.solvers.in_epochs`'s ``steps``), :meth:`decode` the end.
 
     Raises
     ------
@@ -114,7 +147,8 @@ class FixedPointSteps:
         self.op = op
         consts = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
                   for k, v in fixed_constants(op).items()}
-        self.steps = functools.partial(op.fixed_steps, product=PRODUCTS[product], **consts)
+        self.matrix = FixedPointMatrix(product=PRODUCTS[product], **consts)
+        self.steps = functools.partial(op.fixed_steps, matrix=self.matrix)
 
     def encode(self, x0: Any) -> Any:
         """``x0`` (summing to 1) in Q1.63: every entry at most 1.0 = 2**63."""

@@ -60,12 +60,9 @@ def run_frontier(graph: Graph, out_csr: tuple[np.ndarray, np.ndarray], y: np.nda
     """
     n = graph.n
     vals = graph.transition_values()
+    inv_out = graph.gather_scale()
     if vals is None:
-        with np.errstate(divide="ignore"):
-            inv_out = np.where(graph.dangling, 0.0, 1.0 / graph.out_weight)
         vals = np.zeros(0)
-    else:
-        inv_out = np.where(graph.dangling, 0.0, 1.0)
     out_indptr, out_targets = out_csr
     ys = y * inv_out
     acc = np.zeros(n)

@@ -14,8 +14,9 @@ import numpy as np
 
 from webrank.arrays import array_module, to_device
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
+from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.errors import DeviceMemoryError
-from webrank.graph import Graph
+from webrank.graph import Graph, gather_scale
 from webrank.kernels import cuda as kernels
 from webrank.kernels.cpu import Q63_ULP, kernel_criterion
 from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
@@ -99,16 +100,11 @@ def gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
 
 def upload_csr(graph: Graph) -> dict[str, Any]:
     """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs)."""
-    import cupy as cp
 
-    dangling = to_device(graph.dangling)
-    if graph.weights is not None:  # the edge values already hold 1/out-weight
-        inv_out = cp.where(dangling, 0.0, 1.0)
-    else:
-        ow = to_device(graph.out_weight)
-        inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
+    out_weight = to_device(graph.out_weight)
     return {"indptr": to_device(graph.indptr), "indices": to_device(graph.indices),
-            "dangling": dangling, "inv_out": inv_out}
+            "dangling": out_weight == 0,
+            "inv_out": gather_scale(out_weight, graph.is_weighted)}
 
 
 class GPUOperator(PageRankOperator):
@@ -474,9 +470,9 @@ class GPUOperator(PageRankOperator):
         return StepsResult(x=bufs[done % 2][0], residuals=residuals, converged=bool(below.size))
 
     def fixed_steps(
-        self, x: Any, *, alpha_q: int, node_scale: Any, edge_vals: Any, tele: Any,
-        dist: Any, product: int, tol: float, max_steps: int, criterion: str,
-        callback: Any = None, calm: Any = None, theta: int = 0, patience: int = 0,
+        self, x: Any, *, matrix: FixedPointMatrix, tol: float, max_steps: int,
+        criterion: str, callback: Any = None, calm: Any = None, theta: int = 0,
+        patience: int = 0,
     ) -> StepsResult:
         from webrank.kernels import cuda_fixed
 
@@ -486,7 +482,7 @@ class GPUOperator(PageRankOperator):
         crit, tol_cmp = kernel_criterion(criterion, tol, ulp)
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
-        weighted = int(edge_vals.size) > 0
+        weighted = int(matrix.edge_vals.size) > 0
         # the whole of every heavy row (the hybrid method's operator cuts them short)
         heavy = on_device(
             self.graph, ("heavy", self.heavy_threshold, None),
@@ -496,21 +492,23 @@ class GPUOperator(PageRankOperator):
                                                  None).items()})
         n_heavy, nseg = heavy["n_heavy"], int(heavy["seg_row"].size)
         threshold = self.heavy_threshold if n_heavy else np.iinfo(np.int64).max
-        step_kernel = cuda_fixed.get_kernel("step", ip, ix, weighted, product, self._group)
+        step_kernel = cuda_fixed.get_kernel("step", ip, ix, weighted, matrix.product,
+                                            self._group)
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        vals = edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
-        dist_k = dist if int(dist.size) else cp.zeros(1, dtype=np.uint64)
+        vals = matrix.edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
+        dist_k = matrix.dist if int(matrix.dist.size) else cp.zeros(1, dtype=np.uint64)
         mask = calm if patience > 0 else cp.zeros(1, dtype=np.uint8)
         with self._stream:
             x_cur = cp.array(x, dtype=np.uint64)
             x_new = cp.empty_like(x_cur)
             xs_cur = cp.empty_like(x_cur)
             xs_new = cp.empty_like(x_cur)
-            cuda_fixed.get_kernel("scale", ip, ix, weighted, product)(
-                (self._grid,), (BLOCK,), (np.int64(n), x_cur, node_scale, xs_cur))
+            cuda_fixed.get_kernel("scale", ip, ix, weighted, matrix.product)(
+                (self._grid,), (BLOCK,), (np.int64(n), x_cur, matrix.node_scale, xs_cur))
             heavy_sum = cp.zeros(n if n_heavy else 1, dtype=np.uint64)
             if n_heavy:
-                heavy_kernel = cuda_fixed.get_kernel("heavy", ip, ix, weighted, product)
+                heavy_kernel = cuda_fixed.get_kernel("heavy", ip, ix, weighted,
+                                                     matrix.product)
                 heavy_grid = int(min(-(-nseg // (BLOCK // 32)), sms * 16))
             # entry s: residual (ulps) of step s and the dangling mass of x_s (Q1.63)
             res_hist = cp.zeros(max_steps + 1, dtype=np.float64)
@@ -533,8 +531,9 @@ class GPUOperator(PageRankOperator):
                     step_kernel(
                         (self._grid,), (BLOCK,),
                         (np.int64(n), g["indptr"], g["indices"], vals, xs_in, x_in,
-                         node_scale, tele, np.int32(int(tele.size) == 1), dist_k,
-                         np.int32(int(dist.size) == 0), np.uint64(alpha_q),
+                         matrix.node_scale, matrix.tele, np.int32(int(matrix.tele.size) == 1),
+                         dist_k,
+                         np.int32(int(matrix.dist.size) == 0), np.uint64(matrix.alpha_q),
                          res_hist[s - 1 : s], dm_hist[s - 1 : s], res_hist[s : s + 1],
                          dm_hist[s : s + 1], np.int32(crit), np.float64(tol_cmp), x_out,
                          xs_out, np.int64(threshold), heavy_sum, mask, np.uint64(theta),

@@ -138,7 +138,7 @@ class StreamedGPUOperator(PageRankOperator):
             self._d_vals = [cp.empty(max(buf_edges, 1) if self._weighted else 1,
                                      dtype=self.dtype) for _ in range(2)]
             self._d_indptr = [cp.empty(rows_max + 1, dtype=np.int32) for _ in range(2)]
-            dangling_mask = graph.dangling
+            dangling_mask = graph.dangling_mask
             if self._weighted:
                 inv = np.where(dangling_mask, 0.0, 1.0)
             else:

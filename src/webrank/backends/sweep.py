@@ -35,7 +35,7 @@ class LumpedSystem:
         g = op.graph
         n = g.n
         weighted = g.weights is not None
-        dangling = g.dangling
+        dangling = g.dangling_mask
         with np.errstate(divide="ignore"):
             inv_out = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, g.out_weight))
         # the operator's edge values (rounded to its dtype), so both solve the same system

@@ -338,7 +338,7 @@ def info(graph, as_json, source: GraphSource) -> None:
     indeg, outdeg = g.in_degree, g.out_degree
     stats = {
         "graph": g.name, "nodes": g.n, "edges": g.num_edges, "weighted": g.is_weighted,
-        "dangling": int(np.count_nonzero(g.dangling)), "self_loops": g.num_self_loops,
+        "dangling": int(np.count_nonzero(g.dangling_mask)), "self_loops": g.num_self_loops,
         "isolated": int(np.count_nonzero((indeg == 0) & (outdeg == 0))),
         "in_degree_max": int(indeg.max(initial=0)), "out_degree_max": int(outdeg.max(initial=0)),
         "degree_mean": g.num_edges / max(g.n, 1),

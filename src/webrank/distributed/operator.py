@@ -27,6 +27,7 @@ import numpy as np
 from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult, first_below
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
+from webrank.graph import gather_scale
 from webrank.kernels.cpu import kernel_criterion
 
 __all__ = ["PartitionedOperator"]
@@ -45,8 +46,8 @@ class _HostPart:
         self.vals = (np.zeros(0, dtype=dtype) if part.weights is None
                      else np.asarray(part.weights, dtype=dtype))
         ow = np.asarray(part.out_weight, dtype=np.float64)
-        with np.errstate(divide="ignore"):
-            self.inv_out = np.where(ow > 0, 1.0 / np.where(ow > 0, ow, 1.0), 0.0)
+        # (a part's values are the raw weights: 1 / out-weight scales either kind)
+        self.inv_out = gather_scale(ow, weighted=False)
         self.dangling = ow == 0
         self.bounds = cpu.chunk_bounds(self.indptr, cpu.default_chunks())
         self.partial = np.zeros((max(self.bounds.size, 2), 3))
@@ -106,7 +107,7 @@ class _DevicePart:
             self.vals = (cp.asarray(part.weights).astype(dtype) if self.weighted
                          else cp.zeros(1, dtype=dtype))
             ow = cp.asarray(part.out_weight, dtype=np.float64)
-            self.inv_out = cp.where(ow > 0, 1.0 / cp.where(ow > 0, ow, 1.0), 0.0)
+            self.inv_out = gather_scale(ow, weighted=False)  # (values: raw weights)
             self.dangling_f = (ow == 0).astype(np.float64)
             del ow
             heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device

@@ -23,8 +23,6 @@ steps and still stop at exactly the first converged one.
 
 from __future__ import annotations
 
-import functools
-
 from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
 
 PREFIX = "wr_"
@@ -256,18 +254,9 @@ def pick_group(avg_degree: float) -> int:
     return GROUPS[-1]
 
 
-@functools.cache
-def _archive(device_id: int):
-    import cupy
-
-    return cupy.RawKernel(ARCHIVE_SOURCE, "wr_archive")
-
-
 def get_archive_kernel():
     """The kernel that closes one CUDA-graph replay (see ``ARCHIVE_SOURCE``)."""
-    import cupy
-
-    return _archive(cupy.cuda.Device().id)
+    return compiled_kernel(ARCHIVE_SOURCE, "wr_archive")
 
 
 def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int | None,

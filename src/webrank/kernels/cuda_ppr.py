@@ -18,18 +18,12 @@ block, fused like the single-vector step of :mod:`webrank.kernels.cuda`:
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
 
 SEGMENT = 512  # in-links per work item of a long row
 CPLS = (1, 2, 4, 8)  # columns per lane: blocks of up to 32, 64, 128, 256 columns
 
-SOURCE = r"""
-typedef long long i64;
-
-__device__ __forceinline__ void wr_ppr_atomic_max(double* addr, double v) {
-    // non-negative doubles order like their bit patterns read as unsigned integers
-    atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
-}
+SOURCE = COMMON + r"""
 
 template <typename IP, typename IX, typename T, bool WEIGHTED, int CPL>
 __global__ void wr_ppr_step(
@@ -132,14 +126,14 @@ __global__ void wr_ppr_step(
     for (int c = 0; c < CPL; ++c) {
         const int q = lane + 32 * c;
         if (q >= b) continue;
-        if (crit == 2) wr_ppr_atomic_max(&s_acc[q], res[c]);
+        if (crit == 2) wr_atomic_max_nonneg(&s_acc[q], res[c]);
         else atomicAdd(&s_acc[q], res[c]);
         atomicAdd(&s_acc[b + q], dm[c]);
         atomicAdd(&s_acc[2 * b + q], tm[c]);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < 3 * b; i += blockDim.x) {
-        if (i < b && crit == 2) wr_ppr_atomic_max(&acc[i], s_acc[i]);
+        if (i < b && crit == 2) wr_atomic_max_nonneg(&acc[i], s_acc[i]);
         else atomicAdd(&acc[i], s_acc[i]);
     }
 }

@@ -147,7 +147,7 @@ def graphblas_power(gb: Any, a: Any, g: Any, tol: float, alpha: float = ALPHA,
     from graphblas import binary, monoid, unary
 
     n = g.n
-    dangling = gb.Vector.from_dense(g.dangling.astype(np.float64))
+    dangling = gb.Vector.from_dense(g.dangling_mask.astype(np.float64))
     x = gb.Vector.from_dense(np.full(n, 1.0 / n))
     it = 0
     y = gb.Vector(float, n)
@@ -348,7 +348,7 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
 
         pr, t = ctx.time(skn_solve)
         add("scikit-network", "cpu", t, "solve", l1_error=l1(pr), params={"tol": TOL})
-        if l1(pr) > 1e-6 and g.dangling.any():
+        if l1(pr) > 1e-6 and g.dangling_mask.any():
             ctx.note("scikit-network (solver 'piteration') does not solve the same problem "
                      "on graphs with dangling nodes: its restart term is (1 − alpha·"
                      "[outdeg_i > 0])·s_i·sum(x), which hands the rank lost at dangling "

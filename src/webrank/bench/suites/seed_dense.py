@@ -82,7 +82,7 @@ def dense_google(g: Any, alpha: float, dtype: Any) -> np.ndarray:
         mat[dst, src] += (alpha / out[src]).astype(dtype)
     else:
         mat[dst, src] += (alpha * g.weights / out[src]).astype(dtype)
-    dang = np.flatnonzero(g.dangling)
+    dang = np.flatnonzero(g.dangling_mask)
     if dang.size:
         mat[:, dang] += np.dtype(dtype).type(alpha / n)
     return mat
