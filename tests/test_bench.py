@@ -127,7 +127,7 @@ def test_seed_extrapolation_quick(tmp_path):
 def test_every_suite_module_has_the_interface():
     for name in SUITES:
         mod = load_suite(name)
-        assert isinstance(mod.TITLE, str) and mod.SEED.strip() and callable(mod.run)
+        assert isinstance(mod.TITLE, str) and mod.BACKGROUND.strip() and callable(mod.run)
 
 
 def test_unknown_suite_and_bad_arguments(tmp_path):

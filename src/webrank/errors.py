@@ -101,11 +101,40 @@ class ConvergenceError(WebrankError, RuntimeError):
 
 
 class DeviceUnavailableError(WebrankError, RuntimeError):
-    """A GPU was requested but none can be used."""
+    """A GPU was requested but none can be used; the message says why (no CuPy, a CuPy
+    that does not match the driver, no device).
+
+    Examples
+    --------
+    >>> import webrank
+    >>> g = webrank.generate_graph("rmat", 8, seed=1)
+    >>> try:
+    ...     r = webrank.pagerank(g, device="gpu", tol=1e-8)
+    ... except webrank.DeviceUnavailableError:  # this machine has no usable GPU
+    ...     r = webrank.pagerank(g, device="cpu", tol=1e-8)
+    >>> r.converged
+    True
+    """
 
 
 class DeviceMemoryError(WebrankError, MemoryError):
-    """The graph does not fit in the free memory of the GPU."""
+    """The graph does not fit in the free memory of the GPU; ``needed`` and ``free`` say
+    by how much (bytes). Raised before anything is allocated.
+
+    Examples
+    --------
+    The streamed engine keeps the links in host memory and sends them through the GPU
+    in chunks, so a graph larger than the card still runs there:
+
+    >>> import webrank
+    >>> g = webrank.generate_graph("rmat", 8, seed=1)
+    >>> if webrank.gpu_available():
+    ...     try:
+    ...         r = webrank.pagerank(g, device="gpu")
+    ...     except webrank.DeviceMemoryError as e:
+    ...         print(f"short by {(e.needed - e.free) / 2**30:.1f} GiB: streaming")
+    ...         r = webrank.pagerank(g, device="gpu", engine="stream")
+    """
 
     def __init__(self, needed: int, free: int, what: str = "the graph") -> None:
         self.needed = needed
@@ -122,8 +151,21 @@ class HostMemoryError(WebrankError, MemoryError):
 
 
 class DistributedError(WebrankError, RuntimeError):
-    """A partitioned run cannot go on: a rank stopped answering, shards disagree, or the
-    launcher started more ranks on a host than it has GPUs. The message says which."""
+    """A partitioned run cannot go on: a rank stopped answering, shards disagree or are
+    missing, or the launcher started more ranks on a host than it has GPUs. The message
+    says which; the CLI prints it as one line and exits non-zero.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import webrank
+    >>> from webrank.distributed.inputs import read_labels
+    >>> try:
+    ...     read_labels(tempfile.mkdtemp())  # a folder without shards
+    ... except webrank.DistributedError as e:
+    ...     print("holds no webrank-shards.json" in str(e))
+    True
+    """
 
 
 class InputWarning(UserWarning):

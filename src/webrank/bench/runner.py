@@ -374,7 +374,7 @@ def run_suite(name: str, *, device: str = "both", out_dir: str | Path | None = N
     }
     doc = _jsonable(doc)
     write_json(doc, out / "results.json")
-    (out / "report.md").write_text(render_report(doc, suite.SEED), encoding="utf-8")
+    (out / "report.md").write_text(render_report(doc, suite.BACKGROUND), encoding="utf-8")
     if console is not None:
         print_summary(doc, console)
     return doc
@@ -397,7 +397,7 @@ def _md_table(table: dict[str, Any]) -> str:
     return "\n".join([head, rule, *rows])
 
 
-def render_report(doc: dict[str, Any], seed_text: str) -> str:
+def render_report(doc: dict[str, Any], background: str) -> str:
     """``report.md``: machine, command, the paper's finding, tables, plots, comparison."""
     env = doc["environment"]
     lines = [f"# webrank bench: {doc['suite']} — {doc['title']}", ""]
@@ -421,7 +421,7 @@ def render_report(doc: dict[str, Any], seed_text: str) -> str:
                   "slowed most, often by milliseconds per step; single-threaded code less. "
                   "Compare the minimum times in results.json, or rerun on an idle machine.",
                   ""]
-    lines += ["## What the paper reported", "", seed_text.strip(), ""]
+    lines += ["## Background", "", background.strip(), ""]
     lines += ["## Results", ""]
     for t in doc["tables"]:
         lines += [f"### {t['title']}", "", _md_table(t), ""]

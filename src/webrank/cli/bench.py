@@ -26,11 +26,14 @@ from webrank.bench.suites import SUITES
               help="Folder holding the real datasets (NAME.txt.gz); web-NotreDame is "
                    "bundled.")
 def command(suite, device, out_dir, quick, repeats, data_dir) -> None:
-    """Run benchmark SUITE (reproducing a seed's experiment) and report on it.
+    """Run benchmark SUITE and report on it: a paper's experiment reproduced (the
+    seed-* suites; the papers are listed in the documentation's references), webrank
+    against its peers (baselines), the GPU engines (gpu) or a user's whole process
+    (e2e).
 
     Writes OUT/results.json (machine, versions, commit, every measurement with
-    median/min/max over the repeats), OUT/report.md (tables, plots, comparison with the
-    seed's published numbers) and PNG plots, and prints the summary tables.
+    median/min/max over the repeats), OUT/report.md (tables, plots, the comparison with
+    the paper's published numbers) and PNG plots, and prints the summary tables.
     """
     from webrank.bench.runner import run_suite
     from webrank.cli.common import console as _console

@@ -4,9 +4,10 @@ Adding a suite is one module plus one line in :data:`SUITES`. A suite module def
 
 ``TITLE`` : str
     One line saying what the suite measures (report heading).
-``SEED`` : str
-    Markdown quoting what the reproduced seed (or reference) reported, briefly, with
-    its numbers: the report prints it above the results.
+``BACKGROUND`` : str
+    Markdown quoting what the reproduced paper (or the reference) reported, briefly,
+    with its numbers, or why the suite measures what it does: the report prints it
+    above the results.
 ``run(ctx)`` : function
     Does the measuring, given a :class:`webrank.bench.runner.BenchContext`:
 
@@ -19,7 +20,7 @@ Adding a suite is one module plus one line in :data:`SUITES`. A suite module def
       (``params`` say what was run, ``metrics`` what came out: iterations, errors...);
     * ``ctx.table(title, columns, rows)``, ``ctx.plot("file.png", draw)`` (``draw(fig)``,
       see :mod:`webrank.bench.plots`), ``ctx.finding(text)`` (the comparison with
-      ``SEED``), ``ctx.note(text)``;
+      ``BACKGROUND``), ``ctx.note(text)``;
     * never fail on a missing optional package or solver: ``ctx.optional("igraph")``,
       ``ctx.method_available("fixed", what)``, ``ctx.dataset("cnr-2000")`` return
       None/False and record a skip that the report lists.
@@ -35,7 +36,7 @@ from types import ModuleType
 
 __all__ = ["SUITES", "load_suite"]
 
-#: suite name -> module defining TITLE, SEED and run(ctx) (one line per suite)
+#: suite name -> module defining TITLE, BACKGROUND and run(ctx) (one line per suite)
 SUITES: dict[str, str] = {
     "seed-dense": "webrank.bench.suites.seed_dense",
     "seed-approx": "webrank.bench.suites.seed_approx",

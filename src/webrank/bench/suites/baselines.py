@@ -30,7 +30,7 @@ from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
 TITLE = ("webrank against networkx, SciPy, igraph, GraphBLAS, NetworKit, scikit-network "
          "and cuGraph")
-SEED = """
+BACKGROUND = """
 Sgherzi timed its CUDA kernels against `networkx.pagerank_scipy` ("a fairly optimized CPU
 version [that] yielded the best execution times" of networkx's three) and then against a
 non-optimised GPU version, because "the execution times on CPU were still too high"; it

@@ -35,7 +35,7 @@ import numpy as np
 from webrank.bench.runner import BenchContext
 
 TITLE = "End to end: a user's whole process, file to ranks on disk, phase by phase"
-SEED = """The papers time the iteration alone: Praveen et al.'s cuSPARSE/cuBLAS loop,
+BACKGROUND = """The papers time the iteration alone: Praveen et al.'s cuSPARSE/cuBLAS loop,
 Swaroop's and Ghadge et al.'s dense kernel, Kumar et al.'s hybrid step. A user waits for
 the whole process: start, reading and parsing the file, numbering the nodes, building
 the matrix, moving it to the GPU, the solve, and writing the scores. This suite measures

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 TITLE = "GPU engines: ms per iteration and time to 1e-10, vs cuSPARSE (Praveen et al.) and torch"
-SEED = """Praveen et al. runs the power method of its Algorithm 2 on the GPU as a cuSPARSE
+BACKGROUND = """Praveen et al. runs the power method of its Algorithm 2 on the GPU as a cuSPARSE
 `csrmv` plus cuBLAS vector operations (dangling mass, teleport, L1 residual) per
 iteration and reports speed-ups over a CPU implementation. The second GPU design's
 targets (H100, alpha 0.85, float32 gathers): every graph at least 2x faster than

@@ -28,7 +28,7 @@ from typing import Any
 from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
 TITLE = "Sgherzi's approximations: float vs fixed point, convergence criteria, bitmask"
-SEED = """
+BACKGROUND = """
 Sgherzi (CUDA, alpha 0.85, eps 0, max_iter 200; graphs of 10,000 nodes). Average
 execution times:
 

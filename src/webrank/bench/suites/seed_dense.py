@@ -27,7 +27,7 @@ import numpy as np
 from webrank.bench.runner import BenchContext, fmt_time, fmt_timing, stderr_progress
 
 TITLE = "dense n×n power iteration (Swaroop and Ghadge et al.) vs webrank's sparse solver"
-SEED = """
+BACKGROUND = """
 Swaroop and Ghadge et al. (dense float matrix, C++ triple loop vs one CUDA thread per row, eps
 1e-6, at most 1000 iterations). Ghadge et al.'s table, times in µs as printed (5,000 and 10,000
 are files of 4,772 and 9,664 nodes):

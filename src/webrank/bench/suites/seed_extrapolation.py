@@ -21,7 +21,7 @@ import numpy as np
 from webrank.bench.runner import BenchContext, fmt_time, stderr_progress
 
 TITLE = "power method vs extrapolation and the other solvers over alpha and tol"
-SEED = """
+BACKGROUND = """
 Praveen et al. (Aitken extrapolation on a Tesla T20 vs Matlab serial). Reduction in the
 number of iterations over the power method, Table II (Genetic dataset) and Table III
 (Computational Complexity dataset):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 TITLE = "Kumar et al.'s hybrid CPU+GPU split vs the CPU and GPU engines"
-SEED = """Kumar et al. (PageRank on CUDA and Cell BE, GTX 280, LAW graphs EU-2005, CNR-2000,
+BACKGROUND = """Kumar et al. (PageRank on CUDA and Cell BE, GTX 280, LAW graphs EU-2005, CNR-2000,
 In-2004) finds threads of a node-per-thread kernel idle behind pages with large
 in-degrees and proposes "Design 2": a fixed loop of N in-links per node on the GPU while
 the host computes the partial ranks of the in-links beyond N, the partial ranks added

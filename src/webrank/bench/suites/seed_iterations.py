@@ -25,7 +25,7 @@ from webrank.bench.suites.seed_extrapolation import (
 )
 
 TITLE = "the power method's iterations on the CPU and on the GPU"
-SEED = """
+BACKGROUND = """
 Praveen et al.: "for alpha = 0.99 and eps = 1e-15, the serial implementation converged in
 18,234 iterations, whereas the parallel implementation took merely 3013" (Matlab serial
 against CUDA with cuSPARSE/cuBLAS, single precision on the GPU not stated).
