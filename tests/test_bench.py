@@ -61,7 +61,7 @@ def _check_results(doc: dict, out: Path, suite: str) -> None:
     for table in doc["tables"]:
         assert all(len(row) == len(table["columns"]) for row in table["rows"])
     report = (out / "report.md").read_text()
-    assert f"webrank bench {suite}" in report and "## What the paper reported" in report
+    assert f"webrank bench {suite}" in report and "## Background" in report
     pngs = sorted(out.glob("*.png"))
     assert pngs and {p.name for p in pngs} == set(doc["plots"])
     for p in pngs:
