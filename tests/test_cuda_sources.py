@@ -20,7 +20,7 @@ from webrank.kernels import (
 )
 
 NVCC = shutil.which("nvcc")
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 
 IDX = ("int32", "int64")
 
@@ -55,6 +55,7 @@ def _compile(tmp_path, name: str, source: str, names: list[str]) -> str:
     return out.stderr
 
 
+@needs_nvcc
 @pytest.mark.parametrize("family", ["pull", "adaptive", "dense", "fixed", "ppr", "blocked"])
 def test_kernels_compile_for_sm90(tmp_path, family):
     source, names = _families()[family]
@@ -66,3 +67,62 @@ def test_kernels_compile_for_sm90(tmp_path, family):
             if re.search(r"wr_blocked_(scatter|gather)", entry.split("\n", 1)[0]):
                 spills = re.search(r"(\d+) bytes spill stores", entry)
                 assert spills and int(spills.group(1)) == 0, entry[:300]
+
+
+def test_every_kernel_signature_is_read_for_launches_by_name():
+    # (no nvcc needed) each __global__ function's parameters parse into names and C
+    # scalar types, so that a launch naming them cannot pass them out of order
+    from webrank.kernels.cuda_common import KernelArgs
+
+    seen = 0
+    for module in (cuda, cuda_adaptive, cuda_fixed, cuda_blocked, cuda_ppr, cuda_dense):
+        sources = [module.SOURCE] + ([module.ARCHIVE_SOURCE]
+                                     if hasattr(module, "ARCHIVE_SOURCE") else [])
+        for source in sources:
+            for kernel in set(re.findall(r"__global__[^{;]*?\b(wr_\w+)\s*\(", source)):
+                args = KernelArgs(source, kernel)
+                assert len(set(args.names)) == len(args.names) > 2, kernel
+                seen += 1
+    assert seen >= 13
+    step = cuda.FUSED_STEP
+    with pytest.raises(TypeError, match=r"missing .*'xs_pos'"):
+        step.pack(**{n: 0 for n in step.names[:-1]})
+    with pytest.raises(TypeError, match=r"unknown \['bogus'\]"):
+        step.pack(bogus=1, **{n: 0 for n in step.names})
+
+
+def test_every_launch_names_every_parameter_of_its_kernel():
+    # (static, for CI without a GPU) each KernelArgs.pack(...) call in the backends gives
+    # exactly its kernel's parameters; `**skip` stands for the replay window's four
+    import ast
+    from pathlib import Path
+
+    import webrank
+
+    records = {name: getattr(module, name) for module in (cuda, cuda_adaptive, cuda_fixed,
+                                                          cuda_blocked, cuda_ppr)
+               for name in dir(module) if name.isupper()
+               and type(getattr(module, name)).__name__ == "KernelArgs"}
+    expansions = {"skip": {"chunk", "step0", "chunk_len", "max_steps"}}
+    calls = 0
+    for path in Path(webrank.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        common = {}  # dict(...) literals named in the file (the adaptive launches share one)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and getattr(node.value.func, "id", None) == "dict"):
+                common[node.targets[0].id] = {k.arg for k in node.value.keywords}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "pack"
+                    and isinstance(node.func.value, ast.Attribute)
+                    and node.func.value.attr in records):
+                continue
+            given = set()
+            for k in node.keywords:
+                given |= ({k.arg} if k.arg else
+                          expansions.get(ast.unparse(k.value))
+                          or common[ast.unparse(k.value)])
+            assert given == set(records[node.func.value.attr].names), (path.name, node.lineno)
+            calls += 1
+    assert calls >= 18

@@ -328,29 +328,25 @@ class GPUOperator(PageRankOperator):
         """Queue the warps that sum the split rows into ``self._heavy_sum``."""
         h = self._heavy
         if self._n_heavy:
-            self._heavy_kernel(
-                (self._heavy_grid,), (BLOCK,),
-                (np.int64(self._nseg), h["seg_row"], h["begin"], h["end"],
-                 self._gather_indices, self._vals, xs_in, self._heavy_sum, row_in,
-                 np.float64(self._tol_cmp),
-                 self._chunk, np.int64(step0), np.int64(chunk_len), np.int64(max_steps)),
-            )
+            self._heavy_kernel((self._heavy_grid,), (BLOCK,), kernels.HEAVY_ROWS.pack(
+                nseg=self._nseg, seg_row=h["seg_row"], seg_begin=h["begin"],
+                seg_end=h["end"], indices=self._gather_indices, vals=self._vals, xs=xs_in,
+                heavy_sum=self._heavy_sum, acc_prev=row_in, tol_cmp=self._tol_cmp,
+                chunk=self._chunk, step0=step0, chunk_len=chunk_len, max_steps=max_steps))
 
     def _launch_fused(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                       chunk_len, max_steps):
         """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
         g = self._g
-        self._kernel(
-            (self._grid,), (BLOCK,),
-            (np.int64(self.n), g["indptr"], self._gather_indices, self._vals, xs_in, x_in,
-             self._v, self._d, np.int32(self.uniform_v), np.int32(self.uniform_d),
-             self._inv_out, np.float64(self.alpha), np.float64(1.0 / self.n), row_in,
-             row_out, np.int32(self._crit),
-             np.float64(self._tol_cmp), np.int32(mode), x_out, xs_out, self._chunk,
-             np.int64(step0), np.int64(chunk_len), np.int64(max_steps),
-             np.int64(self._threshold), self._heavy_sum, np.int32(self.reorder is not None),
-             self._xs_pos),
-        )
+        self._kernel((self._grid,), (BLOCK,), kernels.FUSED_STEP.pack(
+            n=self.n, indptr=g["indptr"], indices=self._gather_indices, vals=self._vals,
+            xs=xs_in, x=x_in, v=self._v, d=self._d, uniform_v=self.uniform_v,
+            uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
+            inv_n=1.0 / self.n, acc_prev=row_in, acc_out=row_out, crit=self._crit,
+            tol_cmp=self._tol_cmp, mode=mode, x_out=x_out, xs_out=xs_out, chunk=self._chunk,
+            step0=step0, chunk_len=chunk_len, max_steps=max_steps,
+            heavy_threshold=self._threshold, heavy_sum=self._heavy_sum,
+            permuted=self.reorder is not None, xs_pos=self._xs_pos))
 
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str, callback: Any = None
@@ -387,9 +383,8 @@ class GPUOperator(PageRankOperator):
                 for r in range(B):
                     self._step(xsb[r % 2], xb[r % 2], ring[r], ring[r + 1], delta,
                                xb[(r + 1) % 2], xsb[(r + 1) % 2], 2 + r, B, max_steps)
-                kernels.get_archive_kernel()((1,), (128,), (ring, np.int64(B),
-                                                            np.int32(ACC_WIDTH), hist[2:],
-                                                            self._chunk))
+                kernels.get_archive_kernel()((1,), (128,), kernels.ARCHIVE.pack(
+                    ring=ring, B=B, W=ACC_WIDTH, hist=hist[2:], chunk=self._chunk))
                 graph = self._stream.end_capture()
             done, first, stop = 1, 1, None
             while True:
@@ -451,17 +446,20 @@ class GPUOperator(PageRankOperator):
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
             for s in range(1, steps + 1):
                 (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
-                common = (np.int64(self.n), g["indptr"], g["indices"], self._vals, xs_in,
-                          x_in, self._v, self._d, np.int32(self.uniform_v),
-                          np.int32(self.uniform_d), self._inv_out, np.float64(self.alpha),
-                          np.float64(theta), calm, acc[s - 1], acc[s], np.int32(crit),
-                          np.float64(tol_cmp), x_out, xs_out)
+                common = dict(n=self.n, indptr=g["indptr"], indices=g["indices"],
+                              vals=self._vals, xs=xs_in, x=x_in, v=self._v, d=self._d,
+                              uniform_v=self.uniform_v, uniform_d=self.uniform_d,
+                              inv_out=self._inv_out, alpha=self.alpha, theta=theta,
+                              calm=calm, acc_prev=acc[s - 1], acc_out=acc[s], crit=crit,
+                              tol_cmp=tol_cmp, x_out=x_out, xs_out=xs_out)
                 if n_heavy:
                     block_kernel((heavy_grid,), (cuda_adaptive.BLOCK,),
-                                 (np.int64(n_heavy), heavy_rows, *common))
+                                 cuda_adaptive.BLOCK_ROWS.pack(nrows=n_heavy, rows=heavy_rows,
+                                                               **common))
                 if n_light:
                     light_kernel((light_grid,), (BLOCK,),
-                                 (np.int64(n_light), light_rows, *common))
+                                 cuda_adaptive.ROWS.pack(nrows=n_light, rows=light_rows,
+                                                         **common))
             res = cp.asnumpy(acc[1:, 0])  # the one sync of the call
         below = np.flatnonzero(res < tol_cmp)
         done = int(below[0]) + 1 if below.size else steps
@@ -504,7 +502,8 @@ class GPUOperator(PageRankOperator):
             xs_cur = cp.empty_like(x_cur)
             xs_new = cp.empty_like(x_cur)
             cuda_fixed.get_kernel("scale", ip, ix, weighted, matrix.product)(
-                (self._grid,), (BLOCK,), (np.int64(n), x_cur, matrix.node_scale, xs_cur))
+                (self._grid,), (BLOCK,),
+                cuda_fixed.SCALE.pack(n=n, x=x_cur, node_scale=matrix.node_scale, xs=xs_cur))
             heavy_sum = cp.zeros(n if n_heavy else 1, dtype=np.uint64)
             if n_heavy:
                 heavy_kernel = cuda_fixed.get_kernel("heavy", ip, ix, weighted,
@@ -522,22 +521,21 @@ class GPUOperator(PageRankOperator):
                 for s in range(done + 1, last + 1):
                     (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
                     if n_heavy:
-                        heavy_kernel(
-                            (heavy_grid,), (BLOCK,),
-                            (np.int64(nseg), heavy["seg_row"], heavy["begin"], heavy["end"],
-                             g["indices"], vals, xs_in, x_in, heavy_sum,
-                             res_hist[s - 1 : s], np.float64(tol_cmp), mask,
-                             np.int32(patience)))
-                    step_kernel(
-                        (self._grid,), (BLOCK,),
-                        (np.int64(n), g["indptr"], g["indices"], vals, xs_in, x_in,
-                         matrix.node_scale, matrix.tele, np.int32(int(matrix.tele.size) == 1),
-                         dist_k,
-                         np.int32(int(matrix.dist.size) == 0), np.uint64(matrix.alpha_q),
-                         res_hist[s - 1 : s], dm_hist[s - 1 : s], res_hist[s : s + 1],
-                         dm_hist[s : s + 1], np.int32(crit), np.float64(tol_cmp), x_out,
-                         xs_out, np.int64(threshold), heavy_sum, mask, np.uint64(theta),
-                         np.int32(patience)))
+                        heavy_kernel((heavy_grid,), (BLOCK,), cuda_fixed.HEAVY.pack(
+                            nseg=nseg, seg_row=heavy["seg_row"], seg_begin=heavy["begin"],
+                            seg_end=heavy["end"], indices=g["indices"], vals=vals, xs=xs_in,
+                            x=x_in, heavy_sum=heavy_sum, res_prev=res_hist[s - 1 : s],
+                            tol_cmp=tol_cmp, calm=mask, patience=patience))
+                    step_kernel((self._grid,), (BLOCK,), cuda_fixed.STEP.pack(
+                        n=n, indptr=g["indptr"], indices=g["indices"], vals=vals, xs=xs_in,
+                        x=x_in, node_scale=matrix.node_scale, tele=matrix.tele,
+                        uniform_t=int(matrix.tele.size) == 1, dist=dist_k,
+                        uniform_d=int(matrix.dist.size) == 0, alpha_q=matrix.alpha_q,
+                        res_prev=res_hist[s - 1 : s], dm_prev=dm_hist[s - 1 : s],
+                        res_out=res_hist[s : s + 1], dm_out=dm_hist[s : s + 1], crit=crit,
+                        tol_cmp=tol_cmp, x_out=x_out, xs_out=xs_out,
+                        heavy_threshold=threshold, heavy_sum=heavy_sum, calm=mask,
+                        theta=theta, patience=patience))
                 res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
                 stop = first_below(res, done + 1, tol_cmp, crit, callback, ulp)
                 done = last
@@ -604,16 +602,16 @@ class PersistentGPUOperator(GPUOperator):
             first, stop = 1, None
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
-                self._solve(
-                    (self._solve_grid,), (BLOCK,),
-                    (np.int64(self.n), self._g["indptr"], self._gather_indices, self._vals,
-                     xa, xb, xsa, xsb, self._v, self._d, np.int32(self.uniform_v),
-                     np.int32(self.uniform_d), self._inv_out, np.float64(self.alpha),
-                     np.int64(self._nseg), h["seg_row"], h["begin"], h["end"],
-                     np.int64(self._threshold), self._heavy_sum,
-                     np.int32(self.reorder is not None), self._xs_pos, hist, np.int64(first),
-                     np.int64(last), np.int32(self.delta_steps), np.int32(crit),
-                     np.float64(tol_cmp)))
+                self._solve((self._solve_grid,), (BLOCK,), kernels.PULL_SOLVE.pack(
+                    n=self.n, indptr=self._g["indptr"], indices=self._gather_indices,
+                    vals=self._vals, x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, v=self._v,
+                    d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
+                    inv_out=self._inv_out, alpha=self.alpha, nseg=self._nseg,
+                    seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
+                    heavy_threshold=self._threshold, heavy_sum=self._heavy_sum,
+                    permuted=self.reorder is not None, xs_pos=self._xs_pos, hist=hist,
+                    s_first=first, s_last=last, delta=self.delta_steps, crit=crit,
+                    tol_cmp=tol_cmp))
                 res = cp.asnumpy(hist[first:last + 1, 0])  # the one sync per launch
                 stop = first_below(res, first, tol_cmp, crit, callback)
                 first = last + 1

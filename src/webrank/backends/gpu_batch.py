@@ -71,14 +71,15 @@ class GPUBatchOperator(BatchOperator):
                                        self.dtype.name, self.weighted,
                                        self._cuda.columns_per_lane(b))
         vptr, vcol, vval = block.vdev
-        kernel((self._grid,), (256,),
-               (np.int64(it["n"]), it["row"], it["begin"], it["end"], it["slot"],
-                it["nseg"], self._scratch, it["count"], np.int32(b), self.csr["indices"],
-                self.vals if self.weighted else g_out, block.g, block.x, vptr, vcol, vval,
-                coef[:b], coef[b:], np.int32(shared), self.d if shared else coef,
-                self.inv_out, np.float64(self.alpha), np.int32(block.delta),
-                np.int32(CRITERION_CODE[criterion]), x_out, g_out, acc),
-               shared_mem=3 * b * 8)
+        kernel((self._grid,), (256,), self._cuda.PPR_STEP.pack(
+            nitems=it["n"], item_row=it["row"], item_begin=it["begin"], item_end=it["end"],
+            item_slot=it["slot"], slot_nseg=it["nseg"], scratch=self._scratch,
+            slot_count=it["count"], b=b, indices=self.csr["indices"],
+            vals=self.vals if self.weighted else g_out, g=block.g, x=block.x, vptr=vptr,
+            vcol=vcol, vval=vval, coef_v=coef[:b], coef_d=coef[b:], shared_d=shared,
+            d=self.d if shared else coef, inv_out=self.inv_out, alpha=self.alpha,
+            delta=block.delta, crit=CRITERION_CODE[criterion], x_out=x_out, g_out=g_out,
+            acc=acc), shared_mem=3 * b * 8)
         stats = self.to_host(acc).reshape(3, b)  # the one synchronisation per step
         self._out[key] = (block.x, block.g)
         block.g = g_out

@@ -88,8 +88,9 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
     cw = int(min(num_chunks, kb.COUNT_WINDOW))
     count = kb.get_kernel(kb.count_name(ip, ix))
     count.max_dynamic_shared_size_bytes = 4 * cw
-    count((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
-                                 np.int32(bits), np.int64(num_chunks), np.int32(cw), counts),
+    count((grid,), (kb.BLOCK,),
+          kb.COUNT.pack(P=num_parts, part_ptr=part_ptr, indptr=indptr, indices=indices,
+                        chunk_bits=bits, C=num_chunks, cw=cw, counts=counts),
           shared_mem=4 * cw)
     blk_ptr = cp.zeros(num_chunks * num_parts + 1, dtype=cp.int64)
     cp.cumsum(counts, out=blk_ptr[1:])
@@ -102,10 +103,11 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
     smem = 8 * fw + 4 * (plan.part_rows_max + 1)
     fill = kb.get_kernel(kb.fill_name(ip, ix, dtype.name, weighted))
     fill.max_dynamic_shared_size_bytes = smem
-    fill((grid,), (kb.BLOCK,), (np.int64(num_parts), part_ptr, indptr, indices,
-                                vals if weighted else vals_out, np.int32(bits),
-                                np.int64(num_chunks), np.int32(fw), blk_ptr, src_local,
-                                dst_local, vals_out), shared_mem=smem)
+    fill((grid,), (kb.BLOCK,),
+         kb.FILL.pack(P=num_parts, part_ptr=part_ptr, indptr=indptr, indices=indices,
+                      vals_in=vals if weighted else vals_out, chunk_bits=bits, C=num_chunks,
+                      cw=fw, blk_ptr=blk_ptr, src_local=src_local, dst_local=dst_local,
+                      vals_out=vals_out), shared_mem=smem)
     tile_ptr, tile_chunk = tiles_of(blk_ptr, num_parts, num_chunks, plan.tile_entries)
     return BlockedLayout(plan=plan, blk_ptr=blk_ptr, src_local=src_local, dst_local=dst_local,
                          vals=vals_out if weighted else None, tile_ptr=tile_ptr,
@@ -156,25 +158,26 @@ class BlockedStep:
     def launch(self, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
                x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
                inv_out: Any, alpha: float, inv_n: float, crit: int, tol_cmp: float,
-               skip: tuple) -> None:
+               skip: dict[str, Any]) -> None:
         """Queue the scatter and the gather of one step on the current stream. ``x_in``,
         ``x_out``, ``v``, ``d`` and ``inv_out`` are indexed by the layout's rows, ``xs_out``
-        too (a view of the full vector at the first row); ``skip`` is (chunk counter,
-        first step, steps per replay, max steps), see ``wr_skip_step``."""
+        too (a view of the full vector at the first row); ``skip`` holds ``chunk`` (the
+        replay counter), ``step0``, ``chunk_len`` and ``max_steps``, see
+        ``wr_skip_step``."""
         L = self.layout
         vals = L.vals if L.vals is not None else self.dummy_vals
-        guard = (acc_prev, np.float64(tol_cmp), *skip)
-        self.scatter((self.scatter_grid,), (kb.BLOCK,),
-                     (np.int64(L.num_tiles), L.tile_ptr, L.tile_chunk,
-                      np.int32(L.plan.chunk_bits), np.int64(self.n_src), L.src_local, vals,
-                      xs_in, self.msg, *guard), shared_mem=self.scatter_smem)
-        self.gather((max(L.num_parts, 1),), (kb.BLOCK,),
-                    (np.int64(L.num_parts), np.int64(L.num_chunks), L.part_order,
-                     self.part_ptr, self.part_blocks, L.dst_local, self.msg, x_in, v, d,
-                     np.int32(uniform_v), np.int32(uniform_d), inv_out, np.float64(alpha),
-                     np.float64(inv_n), np.int64(0), acc_prev, acc_out, np.int32(crit),
-                     np.float64(tol_cmp), np.int32(mode), x_out, xs_out, *skip),
-                    shared_mem=self.gather_smem)
+        self.scatter((self.scatter_grid,), (kb.BLOCK,), kb.SCATTER.pack(
+            ntiles=L.num_tiles, tile_ptr=L.tile_ptr, tile_chunk=L.tile_chunk,
+            chunk_bits=L.plan.chunk_bits, n_src=self.n_src, src_local=L.src_local, vals=vals,
+            xs=xs_in, msg=self.msg, acc_prev=acc_prev, tol_cmp=tol_cmp, **skip),
+            shared_mem=self.scatter_smem)
+        self.gather((max(L.num_parts, 1),), (kb.BLOCK,), kb.GATHER.pack(
+            P=L.num_parts, C=L.num_chunks, part_order=L.part_order, part_ptr=self.part_ptr,
+            part_blocks=self.part_blocks, dst_local=L.dst_local, msg=self.msg, x=x_in, v=v,
+            d=d, uniform_v=uniform_v, uniform_d=uniform_d, inv_out=inv_out, alpha=alpha,
+            inv_n=inv_n, x_offset=0, acc_prev=acc_prev, acc_out=acc_out, crit=crit,
+            tol_cmp=tol_cmp, mode=mode, x_out=x_out, xs_out=xs_out, **skip),
+            shared_mem=self.gather_smem)
 
 
 def blocked_step_of(csr: dict[str, Any], vals: Any, n_src: int, dtype: np.dtype, sms: int,
@@ -282,5 +285,5 @@ class BlockedGPUOperator(GPUOperator):
         self._blocked.launch(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, self._v,
                              self._d, self.uniform_v, self.uniform_d, self._inv_out,
                              self.alpha, 1.0 / self.n, self._crit, self._tol_cmp,
-                             (self._chunk, np.int64(step0), np.int64(chunk_len),
-                              np.int64(max_steps)))
+                             {"chunk": self._chunk, "step0": step0, "chunk_len": chunk_len,
+                              "max_steps": max_steps})

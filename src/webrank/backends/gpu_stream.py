@@ -23,6 +23,7 @@ import numpy as np
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
+from webrank.kernels import cuda as kernels
 from webrank.kernels.cpu import kernel_criterion
 
 __all__ = ["STREAM_OPTIONS", "StreamedGPUOperator", "stream_vector_bytes"]
@@ -68,7 +69,6 @@ class StreamedGPUOperator(PageRankOperator):
         import cupyx
 
         from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
-        from webrank.kernels import cuda
 
         if graph.on_gpu:
             raise ValueError("engine='stream' streams a graph from host memory: pass "
@@ -116,7 +116,7 @@ class StreamedGPUOperator(PageRankOperator):
         self._h_indptr = cupyx.empty_pinned(n + self.chunks.size, dtype=np.int32)
         self._ptr_at = np.zeros(self.chunks.size, dtype=np.int64)
         light = deg[deg <= HEAVY_THRESHOLD]
-        group = cuda.pick_group((float(light.mean()) if light.size else 1.0) / 16)
+        group = kernels.pick_group((float(light.mean()) if light.size else 1.0) / 16)
         self._chunk_heavy = []
         pos = 0
         for a, b in zip(self.chunks[:-1], self.chunks[1:], strict=True):
@@ -153,8 +153,8 @@ class StreamedGPUOperator(PageRankOperator):
         except cp.cuda.memory.OutOfMemoryError:
             raise DeviceMemoryError(vec + 2 * buf_edges * per_edge, free, repr(graph)) from None
         ix = graph.indices.dtype.name
-        self._fused = cuda.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
-        self._heavy_kernel = cuda.get_kernel("int32", ix, self.dtype.name, self._weighted,
+        self._fused = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
+        self._heavy_kernel = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted,
                                              None)
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._grid = int(min(max(1, -(-rows_max // (BLOCK // group))), sms * 16))
@@ -248,7 +248,8 @@ class StreamedGPUOperator(PageRankOperator):
             hist[0, 0] = np.inf
             hist[0, 1] = cp.dot(xb[0], self._dangling_f)
             self._heavy_sum.fill(0)
-        skip = (self._no_chunk, np.int64(0), np.int64(0), np.int64(1))
+        # (no replay counter: every queued step runs)
+        skip = {"chunk": self._no_chunk, "step0": 0, "chunk_len": 0, "max_steps": 1}
         stop, done, first = None, 0, 1
         step_s: list[float] = []
         while stop is None and done < max_steps:
@@ -266,20 +267,20 @@ class StreamedGPUOperator(PageRankOperator):
                     if h["nseg"]:
                         self._heavy_kernel(
                             (int(min(-(-h["nseg"] // (self._block // 32)), 1024)),),
-                            (self._block,),
-                            (np.int64(h["nseg"]), h["seg_row"], h["begin"], h["end"],
-                             self._d_indices[b], self._d_vals[b], xsb[i], self._heavy_sum,
-                             hist[step - 1], np.float64(tol_cmp), *skip))
-                    self._fused(
-                        (self._grid,), (self._block,),
-                        (np.int64(a1 - a0), self._d_indptr[b], self._d_indices[b],
-                         self._d_vals[b], xsb[i], xb[i][a0:a1], v, d,
-                         np.int32(self.uniform_v), np.int32(self.uniform_d),
-                         self._inv_out[a0:a1], np.float64(self.alpha), np.float64(1.0 / n),
-                         hist[step - 1], hist[step], np.int32(crit), np.float64(tol_cmp),
-                         np.int32(mode), xb[o][a0:a1], xsb[o][a0:a1], *skip,
-                         np.int64(h["threshold"]), self._heavy_sum, np.int32(0),
-                         self._xs_pos))
+                            (self._block,), kernels.HEAVY_ROWS.pack(
+                                nseg=h["nseg"], seg_row=h["seg_row"], seg_begin=h["begin"],
+                                seg_end=h["end"], indices=self._d_indices[b],
+                                vals=self._d_vals[b], xs=xsb[i], heavy_sum=self._heavy_sum,
+                                acc_prev=hist[step - 1], tol_cmp=tol_cmp, **skip))
+                    self._fused((self._grid,), (self._block,), kernels.FUSED_STEP.pack(
+                        n=a1 - a0, indptr=self._d_indptr[b], indices=self._d_indices[b],
+                        vals=self._d_vals[b], xs=xsb[i], x=xb[i][a0:a1], v=v, d=d,
+                        uniform_v=self.uniform_v, uniform_d=self.uniform_d,
+                        inv_out=self._inv_out[a0:a1], alpha=self.alpha, inv_n=1.0 / n,
+                        acc_prev=hist[step - 1], acc_out=hist[step], crit=crit,
+                        tol_cmp=tol_cmp, mode=mode, x_out=xb[o][a0:a1],
+                        xs_out=xsb[o][a0:a1], **skip, heavy_threshold=h["threshold"],
+                        heavy_sum=self._heavy_sum, permuted=0, xs_pos=self._xs_pos))
 
                 self._stream_chunks(run)
                 self._compute.synchronize()

@@ -28,6 +28,7 @@ from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult, f
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
 from webrank.graph import gather_scale
+from webrank.kernels import cuda
 from webrank.kernels.cpu import kernel_criterion
 
 __all__ = ["PartitionedOperator"]
@@ -92,7 +93,6 @@ class _DevicePart:
         import cupy as cp
 
         from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
-        from webrank.kernels import cuda
 
         self.part, self.device, self.stream = part, int(device), stream
         self.r0, self.r1 = part.row_begin, part.row_end
@@ -139,23 +139,25 @@ class _DevicePart:
                x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
                alpha: float, crit: int, tol_cmp: float) -> None:
         """Queue one step of this part on its device's stream."""
-        skip = (self.no_chunk, np.int64(0), np.int64(0), np.int64(1))
+        # (no replay counter: every queued step runs)
+        skip = {"chunk": self.no_chunk, "step0": 0, "chunk_len": 0, "max_steps": 1}
         if self.blocked is not None:
             self.blocked.launch(xs_in, x_in, acc_prev, acc_out, mode, x_out, xs_out, v, d,
                                 uniform_v, uniform_d, self.inv_out, alpha, 1.0 / n, crit,
                                 tol_cmp, skip)
             return
         if self.nseg:
-            self.heavy_kernel((self.heavy_grid,), (self.block,),
-                              (np.int64(self.nseg), self.heavy["seg_row"], self.heavy["begin"],
-                               self.heavy["end"], self.indices, self.vals, xs_in,
-                               self.heavy_sum, acc_prev, np.float64(tol_cmp), *skip))
-        self.fused((self.grid,), (self.block,),
-                   (np.int64(self.r1 - self.r0), self.indptr, self.indices, self.vals, xs_in,
-                    x_in, v, d, np.int32(uniform_v), np.int32(uniform_d), self.inv_out,
-                    np.float64(alpha), np.float64(1.0 / n), acc_prev, acc_out, np.int32(crit),
-                    np.float64(tol_cmp), np.int32(mode), x_out, xs_out, *skip,
-                    np.int64(self.threshold), self.heavy_sum, np.int32(0), self.xs_pos))
+            self.heavy_kernel((self.heavy_grid,), (self.block,), cuda.HEAVY_ROWS.pack(
+                nseg=self.nseg, seg_row=self.heavy["seg_row"], seg_begin=self.heavy["begin"],
+                seg_end=self.heavy["end"], indices=self.indices, vals=self.vals, xs=xs_in,
+                heavy_sum=self.heavy_sum, acc_prev=acc_prev, tol_cmp=tol_cmp, **skip))
+        self.fused((self.grid,), (self.block,), cuda.FUSED_STEP.pack(
+            n=self.r1 - self.r0, indptr=self.indptr, indices=self.indices, vals=self.vals,
+            xs=xs_in, x=x_in, v=v, d=d, uniform_v=uniform_v, uniform_d=uniform_d,
+            inv_out=self.inv_out, alpha=alpha, inv_n=1.0 / n, acc_prev=acc_prev,
+            acc_out=acc_out, crit=crit, tol_cmp=tol_cmp, mode=mode, x_out=x_out,
+            xs_out=xs_out, **skip, heavy_threshold=self.threshold, heavy_sum=self.heavy_sum,
+            permuted=0, xs_pos=self.xs_pos))
 
 
 class PartitionedOperator(PageRankOperator):

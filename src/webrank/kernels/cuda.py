@@ -23,7 +23,7 @@ steps and still stop at exactly the first converged one.
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
 PREFIX = "wr_"
 
@@ -230,6 +230,12 @@ extern "C" __global__ void wr_archive(double* ring, const long long B, const int
 """
 
 GROUPS = (1, 2, 4, 8, 16, 32)
+
+#: the kernels' parameters by name, read from the sources above
+HEAVY_ROWS = KernelArgs(SOURCE, "wr_heavy_rows")
+FUSED_STEP = KernelArgs(SOURCE, "wr_fused_step")
+PULL_SOLVE = KernelArgs(SOURCE, "wr_pull_solve")
+ARCHIVE = KernelArgs(ARCHIVE_SOURCE, "wr_archive")
 
 
 def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int | None,

@@ -19,7 +19,7 @@ so the host queues several steps and reads the residuals once. The gather loop,
 from __future__ import annotations
 
 from webrank.kernels import cuda
-from webrank.kernels.cuda_common import CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import CTYPE, KernelArgs, compiled_kernel
 
 BLOCK = 256
 
@@ -142,6 +142,11 @@ __global__ void wr_adaptive_block_rows(
 }
 """
 
+
+
+#: the kernels' parameters by name, read from the source above (the same list for both)
+ROWS = KernelArgs(SOURCE, "wr_adaptive_rows")
+BLOCK_ROWS = KernelArgs(SOURCE, "wr_adaptive_block_rows")
 
 
 def kernel_name(ip: str, ix: str, weighted: bool, group: int | None) -> str:

@@ -32,7 +32,7 @@ of 2e-4 to 3e-3 at tol 1e-10: far outside the 1e-5 bar) and dropped.
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
 BLOCK = 512  # threads per block of every kernel here (WR_BLK)
 COUNT_WINDOW = 16384  # chunk counters per pass of the count kernel (64 KiB of shared memory)
@@ -381,6 +381,13 @@ def all_names() -> list[str]:
         for ix in ("int32", "int64"):
             names.append(count_name(ip, ix))
     return sorted(set(names))
+
+
+#: the kernels' parameters by name, read from the source above
+SCATTER = KernelArgs(SOURCE, "wr_blocked_scatter")
+GATHER = KernelArgs(SOURCE, "wr_blocked_gather")
+COUNT = KernelArgs(SOURCE, "wr_blocked_count")
+FILL = KernelArgs(SOURCE, "wr_blocked_fill")
 
 
 def get_kernel(name: str):

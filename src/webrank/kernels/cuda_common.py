@@ -24,6 +24,10 @@ no work in between.
 from __future__ import annotations
 
 import functools
+import re
+from typing import Any
+
+import numpy as np
 
 PLAIN, DELTA, FIRST_DELTA = 0, 1, 2
 #: values per row of a step history: residual, dangling mass, mass, L1 norm (abs mass) of
@@ -189,3 +193,70 @@ def compiled_kernel(source: str, name: str, *, cooperative: bool = False):
     import cupy
 
     return _compile(cupy.cuda.Device().id, source, name, cooperative)
+
+
+#: NumPy scalar type of each C scalar type a kernel parameter may have
+_SCALARS = {"i64": np.int64, "long long": np.int64, "u64": np.uint64,
+            "unsigned long long": np.uint64, "int": np.int32, "unsigned int": np.uint32,
+            "double": np.float64, "float": np.float32}
+_QUALIFIERS = {"const", "__restrict__", "volatile"}
+
+
+class KernelArgs:
+    """The parameters of a ``__global__`` function, read from its CUDA source, so that a
+    launch names its arguments instead of keeping twenty-odd of them in order by hand.
+
+    ``KernelArgs(source, "wr_fused_step").pack(n=..., indptr=..., ...)`` returns the
+    tuple the kernel takes, in its order, each scalar cast to its C type (``i64`` to
+    ``np.int64``, ``double`` to ``np.float64``, ...; pointers passed as they are). A
+    missing or unknown name raises :class:`TypeError` before anything is launched.
+
+    Examples
+    --------
+    >>> args = KernelArgs("__global__ void k(const i64 n, double* out, const double a) {}",
+    ...                   "k")
+    >>> args.names
+    ('n', 'out', 'a')
+    >>> [type(v).__name__ for v in args.pack(a=2, n=3, out=None)]
+    ['int64', 'NoneType', 'float64']
+    """
+
+    def __init__(self, source: str, kernel: str) -> None:
+        self.kernel = kernel
+        self.params = _parameters(source, kernel)
+        self.names = tuple(name for name, _ in self.params)
+
+    def pack(self, **values: Any) -> tuple[Any, ...]:
+        """The argument tuple of one launch, from every parameter by name."""
+        if len(values) != len(self.params) or not all(n in values for n in self.names):
+            missing = [n for n in self.names if n not in values]
+            unknown = sorted(set(values) - set(self.names))
+            raise TypeError(f"{self.kernel}: missing {missing}, unknown {unknown}")
+        return tuple(values[name] if cast is None else cast(values[name])
+                     for name, cast in self.params)
+
+
+@functools.cache
+def _parameters(source: str, kernel: str) -> tuple[tuple[str, Any], ...]:
+    """``(name, NumPy scalar type or None for a pointer)`` of each parameter of
+    ``kernel`` in ``source``."""
+    m = re.search(r"__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+"
+                  r"(?:__launch_bounds__\([^)]*\)\s+)?" + re.escape(kernel)
+                  + r"\s*\(([^)]*)\)", source)
+    if m is None:
+        raise ValueError(f"no __global__ function {kernel} in the source")
+    params = []
+    for text in re.sub(r"//[^\n]*", "", m.group(1)).split(","):
+        words = re.findall(r"\w+", text)
+        if not words:
+            continue
+        name = words[-1]
+        if "*" in text:
+            params.append((name, None))
+            continue
+        ctype = " ".join(w for w in words[:-1] if w not in _QUALIFIERS)
+        if ctype not in _SCALARS:
+            raise ValueError(f"{kernel}: parameter {name} has a type ({ctype}) that "
+                             "KernelArgs does not know")
+        params.append((name, _SCALARS[ctype]))
+    return tuple(params)

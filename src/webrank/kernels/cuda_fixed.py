@@ -25,7 +25,7 @@ A step whose predecessor's residual is below ``tol_cmp`` returns at once (its ro
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
 SOURCE = COMMON + r"""
 
@@ -167,6 +167,12 @@ __global__ void wr_fixed_step(
 }
 """
 
+
+
+#: the kernels' parameters by name, read from the source above
+SCALE = KernelArgs(SOURCE, "wr_fixed_scale")
+HEAVY = KernelArgs(SOURCE, "wr_fixed_heavy")
+STEP = KernelArgs(SOURCE, "wr_fixed_step")
 
 
 def kernel_name(kind: str, ip: str, ix: str, weighted: bool, product: int,

@@ -18,7 +18,7 @@ block, fused like the single-vector step of :mod:`webrank.kernels.cuda`:
 
 from __future__ import annotations
 
-from webrank.kernels.cuda_common import COMMON, CTYPE, compiled_kernel
+from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
 SEGMENT = 512  # in-links per work item of a long row
 CPLS = (1, 2, 4, 8)  # columns per lane: blocks of up to 32, 64, 128, 256 columns
@@ -139,6 +139,10 @@ __global__ void wr_ppr_step(
 }
 """
 
+
+
+#: the kernel's parameters by name, read from the source above
+PPR_STEP = KernelArgs(SOURCE, "wr_ppr_step")
 
 
 def kernel_name(ip: str, ix: str, t: str, weighted: bool, cpl: int) -> str:
