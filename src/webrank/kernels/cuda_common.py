@@ -228,12 +228,16 @@ class KernelArgs:
 
     def pack(self, **values: Any) -> tuple[Any, ...]:
         """The argument tuple of one launch, from every parameter by name."""
-        if len(values) != len(self.params) or not all(n in values for n in self.names):
+        try:
+            args = tuple([values[name] if cast is None else cast(values[name])
+                          for name, cast in self.params])
+        except KeyError:
+            args = None
+        if args is None or len(values) != len(args):
             missing = [n for n in self.names if n not in values]
             unknown = sorted(set(values) - set(self.names))
             raise TypeError(f"{self.kernel}: missing {missing}, unknown {unknown}")
-        return tuple(values[name] if cast is None else cast(values[name])
-                     for name, cast in self.params)
+        return args
 
 
 @functools.cache
