@@ -108,21 +108,30 @@ def test_every_launch_names_every_parameter_of_its_kernel():
     for path in Path(webrank.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text())
         common = {}  # dict(...) literals named in the file (the adaptive launches share one)
+        bound = {}  # self._x = RECORD.bind(...): attribute -> (record, names bound)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                    and getattr(node.value.func, "id", None) == "dict"):
-                common[node.targets[0].id] = {k.arg for k in node.value.keywords}
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            call, target = node.value, node.targets[0]
+            if getattr(call.func, "id", None) == "dict":
+                common[target.id] = {k.arg for k in call.keywords}
+            elif (getattr(call.func, "attr", None) == "bind"
+                  and getattr(call.func.value, "attr", None) in records):
+                bound[target.attr] = (call.func.value.attr, {k.arg for k in call.keywords})
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "pack"
-                    and isinstance(node.func.value, ast.Attribute)
-                    and node.func.value.attr in records):
+                    and isinstance(node.func.value, ast.Attribute)):
                 continue
-            given = set()
+            record, given = node.func.value.attr, set()
+            if record in bound:
+                record, given = bound[record][0], set(bound[record][1])
+            if record not in records:
+                continue
             for k in node.keywords:
                 given |= ({k.arg} if k.arg else
                           expansions.get(ast.unparse(k.value))
                           or common[ast.unparse(k.value)])
-            assert given == set(records[node.func.value.attr].names), (path.name, node.lineno)
+            assert given == set(records[record].names), (path.name, node.lineno)
             calls += 1
     assert calls >= 18

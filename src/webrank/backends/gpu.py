@@ -262,8 +262,10 @@ class GPUOperator(PageRankOperator):
         engines with a layout of their own build it here, once, inside setup time."""
 
     def _begin_steps(self) -> None:
-        """Reset per-run device state before the first step of :meth:`power_steps`."""
+        """Reset per-run device state before the first step of :meth:`power_steps`, and
+        bind the step kernels' arguments that stay the same through the run."""
         self._heavy_sum.fill(0)
+        self._bind_steps()
 
     def _gather_vector(self, x: Any) -> Any:
         """``x / out_degree`` in the storage dtype and in the gather order."""
@@ -326,27 +328,33 @@ class GPUOperator(PageRankOperator):
 
     def _launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps):
         """Queue the warps that sum the split rows into ``self._heavy_sum``."""
-        h = self._heavy
         if self._n_heavy:
-            self._heavy_kernel((self._heavy_grid,), (BLOCK,), kernels.HEAVY_ROWS.pack(
-                nseg=self._nseg, seg_row=h["seg_row"], seg_begin=h["begin"],
-                seg_end=h["end"], indices=self._gather_indices, vals=self._vals, xs=xs_in,
-                heavy_sum=self._heavy_sum, acc_prev=row_in, tol_cmp=self._tol_cmp,
-                chunk=self._chunk, step0=step0, chunk_len=chunk_len, max_steps=max_steps))
+            self._heavy_kernel((self._heavy_grid,), (BLOCK,), self._heavy_args.pack(
+                xs=xs_in, acc_prev=row_in, step0=step0, chunk_len=chunk_len,
+                max_steps=max_steps))
 
     def _launch_fused(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                       chunk_len, max_steps):
         """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
-        g = self._g
-        self._kernel((self._grid,), (BLOCK,), kernels.FUSED_STEP.pack(
-            n=self.n, indptr=g["indptr"], indices=self._gather_indices, vals=self._vals,
-            xs=xs_in, x=x_in, v=self._v, d=self._d, uniform_v=self.uniform_v,
+        self._kernel((self._grid,), (BLOCK,), self._fused_args.pack(
+            xs=xs_in, x=x_in, acc_prev=row_in, acc_out=row_out, mode=mode, x_out=x_out,
+            xs_out=xs_out, step0=step0, chunk_len=chunk_len, max_steps=max_steps))
+
+    def _bind_steps(self) -> None:
+        """The step kernels' arguments that stay the same through a solve, bound once
+        (cast and placed): a launch then names the dozen that change."""
+        h = self._heavy
+        self._heavy_args = kernels.HEAVY_ROWS.bind(
+            nseg=self._nseg, seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
+            indices=self._gather_indices, vals=self._vals, heavy_sum=self._heavy_sum,
+            tol_cmp=self._tol_cmp, chunk=self._chunk)
+        self._fused_args = kernels.FUSED_STEP.bind(
+            n=self.n, indptr=self._g["indptr"], indices=self._gather_indices,
+            vals=self._vals, v=self._v, d=self._d, uniform_v=self.uniform_v,
             uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
-            inv_n=1.0 / self.n, acc_prev=row_in, acc_out=row_out, crit=self._crit,
-            tol_cmp=self._tol_cmp, mode=mode, x_out=x_out, xs_out=xs_out, chunk=self._chunk,
-            step0=step0, chunk_len=chunk_len, max_steps=max_steps,
+            inv_n=1.0 / self.n, crit=self._crit, tol_cmp=self._tol_cmp, chunk=self._chunk,
             heavy_threshold=self._threshold, heavy_sum=self._heavy_sum,
-            permuted=self.reorder is not None, xs_pos=self._xs_pos))
+            permuted=self.reorder is not None, xs_pos=self._xs_pos)
 
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str, callback: Any = None

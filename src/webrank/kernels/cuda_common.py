@@ -210,6 +210,8 @@ class KernelArgs:
     tuple the kernel takes, in its order, each scalar cast to its C type (``i64`` to
     ``np.int64``, ``double`` to ``np.float64``, ...; pointers passed as they are). A
     missing or unknown name raises :class:`TypeError` before anything is launched.
+    :meth:`bind` fixes the arguments that stay the same from launch to launch (cast
+    once), so that a step's launch names only those that change.
 
     Examples
     --------
@@ -219,25 +221,48 @@ class KernelArgs:
     ('n', 'out', 'a')
     >>> [type(v).__name__ for v in args.pack(a=2, n=3, out=None)]
     ['int64', 'NoneType', 'float64']
+    >>> args.bind(n=3, a=0.5).pack(out=None)[2]
+    np.float64(0.5)
     """
 
     def __init__(self, source: str, kernel: str) -> None:
         self.kernel = kernel
         self.params = _parameters(source, kernel)
         self.names = tuple(name for name, _ in self.params)
+        self._template: tuple[Any, ...] = (None,) * len(self.params)
+        #: name -> (position, cast) of the arguments each pack() takes
+        self._slots = {name: (i, cast) for i, (name, cast) in enumerate(self.params)}
+
+    def bind(self, **constants: Any) -> KernelArgs:
+        """This kernel's record with ``constants`` in place; its :meth:`pack` takes the
+        other parameters only."""
+        unknown = sorted(set(constants) - set(self._slots))
+        if unknown:
+            raise TypeError(f"{self.kernel}: unknown or already bound {unknown}")
+        bound = object.__new__(KernelArgs)
+        bound.kernel, bound.params, bound.names = self.kernel, self.params, self.names
+        template = list(self._template)
+        for name, value in constants.items():
+            i, cast = self._slots[name]
+            template[i] = value if cast is None else cast(value)
+        bound._template = tuple(template)
+        bound._slots = {k: v for k, v in self._slots.items() if k not in constants}
+        return bound
 
     def pack(self, **values: Any) -> tuple[Any, ...]:
-        """The argument tuple of one launch, from every parameter by name."""
+        """The argument tuple of one launch, from every parameter not bound, by name."""
+        args = list(self._template)
         try:
-            args = tuple([values[name] if cast is None else cast(values[name])
-                          for name, cast in self.params])
+            for name, (i, cast) in self._slots.items():
+                value = values[name]
+                args[i] = value if cast is None else cast(value)
         except KeyError:
             args = None
-        if args is None or len(values) != len(args):
-            missing = [n for n in self.names if n not in values]
-            unknown = sorted(set(values) - set(self.names))
+        if args is None or len(values) != len(self._slots):
+            missing = [n for n in self._slots if n not in values]
+            unknown = sorted(set(values) - set(self._slots))
             raise TypeError(f"{self.kernel}: missing {missing}, unknown {unknown}")
-        return args
+        return tuple(args)
 
 
 @functools.cache
