@@ -225,29 +225,33 @@ class KernelArgs:
     np.float64(0.5)
     """
 
-    def __init__(self, source: str, kernel: str) -> None:
-        self.kernel = kernel
+    def __init__(self, source: str, kernel: str, /, **constants: Any) -> None:
+        self.source, self.kernel = source, kernel
         self.params = _parameters(source, kernel)
         self.names = tuple(name for name, _ in self.params)
-        self._template: tuple[Any, ...] = (None,) * len(self.params)
+        #: the arguments bound (:meth:`bind`), as given
+        self.constants = constants
+        unknown = sorted(set(constants) - set(self.names))
+        if unknown:
+            raise TypeError(f"{kernel}: unknown {unknown}")
+        template: list[Any] = [None] * len(self.params)
         #: name -> (position, cast) of the arguments each pack() takes
-        self._slots = {name: (i, cast) for i, (name, cast) in enumerate(self.params)}
+        self._slots = {}
+        for i, (name, cast) in enumerate(self.params):
+            if name not in constants:
+                self._slots[name] = (i, cast)
+            else:
+                value = constants[name]
+                template[i] = value if cast is None else cast(value)
+        self._template = tuple(template)
 
     def bind(self, **constants: Any) -> KernelArgs:
         """This kernel's record with ``constants`` in place; its :meth:`pack` takes the
         other parameters only."""
-        unknown = sorted(set(constants) - set(self._slots))
-        if unknown:
-            raise TypeError(f"{self.kernel}: unknown or already bound {unknown}")
-        bound = object.__new__(KernelArgs)
-        bound.kernel, bound.params, bound.names = self.kernel, self.params, self.names
-        template = list(self._template)
-        for name, value in constants.items():
-            i, cast = self._slots[name]
-            template[i] = value if cast is None else cast(value)
-        bound._template = tuple(template)
-        bound._slots = {k: v for k, v in self._slots.items() if k not in constants}
-        return bound
+        again = sorted(set(constants) & set(self.constants))
+        if again:
+            raise TypeError(f"{self.kernel}: {again} bound already")
+        return KernelArgs(self.source, self.kernel, **self.constants, **constants)
 
     def pack(self, **values: Any) -> tuple[Any, ...]:
         """The argument tuple of one launch, from every parameter not bound, by name."""
