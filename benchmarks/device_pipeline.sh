@@ -160,15 +160,17 @@ PY
   for k in 1 2 3; do whole $D2/rmat22.npz gpu; done 2>&1 | tee -a "$OUT/probe.txt"
 fi
 if want ab; then
-  # the GPU suite (--quick) with the source tree of $AB_OLD (a `git archive` carried in
-  # .device_old/) and with this one, same machine, same process order
-  for tree in .device_old .; do
+  # the GPU suite (--quick) with an older source tree (a `git archive` carried in
+  # .device_old/) and with this one, same machine; AB_RUNS="old1 new1 old2 new2"
+  # alternates them: a machine that slows down mid-run shows in the baselines (cuSPARSE,
+  # torch), whose code is the same in both trees
+  for run in ${AB_RUNS:-old new}; do
+    name=$run; tree=$( [ "${run%[0-9]}" = new ] && echo . || echo .device_old )
     [ -d "$tree/src" ] || continue
-    name=$( [ "$tree" = . ] && echo new || echo old )
     PYTHONPATH=$tree/src:${PYTHONPATH#src:} timeout ${AB_S:-150} python3 -m webrank bench gpu \
       --quick --device gpu --repeats 5 --out "$OUT/bench_gpu_$name" > "$OUT/bench_gpu_$name.log" 2>&1
     echo "== bench gpu ($name) exit $?"
   done
   tar -czf "$OUT/bench_gpu_ab.tar.gz" -C "$OUT" $(cd "$OUT" && ls -d bench_gpu_*/ 2>/dev/null) \
-    && (cd "$OUT" && rm -rf bench_gpu_old bench_gpu_new)
+    && (cd "$OUT" && rm -rf bench_gpu_*/)
 fi
