@@ -107,19 +107,18 @@ def test_fused_step_fallback_is_the_scipy_step():
     op = CPUOperator(g, 0.85, None, None, "float64")
     x = np.full(g.n, 1.0 / g.n)
     xs = x * op._inv_out
+    terms = kernels.StepTerms(v=op._v_k, d=op._d_k, inv_out=op._inv_out, alpha=0.85, crit=0)
     outs = []
     for step in ("numba", "scipy"):
         x_out, xs_out = np.empty_like(x), np.empty_like(xs)
         if step == "numba":
-            ret = kernels.fused_step(g.indptr, g.indices, op._vals, xs=xs, x=x, v=op._v_k,
-                                     d=op._d_k, inv_out=op._inv_out, alpha=0.85, dm=0.1,
-                                     mass=0.0, crit=0, delta=False, bounds=op._bounds,
+            ret = kernels.fused_step(g.indptr, g.indices, op._vals, terms, xs=xs, x=x, dm=0.1,
+                                     mass=0.0, delta=False, bounds=op._bounds,
                                      x_out=x_out, xs_out=xs_out, partial=op._partial)
         else:
             ret = kernels.scipy_step(kernels.in_link_matrix(g.indptr, g.indices, op._vals),
-                                     np.flatnonzero(op._inv_out == 0), xs=xs, x=x,
-                                     v=op._v_k, d=op._d_k, inv_out=op._inv_out, alpha=0.85,
-                                     dm=0.1, mass=0.0, crit=0, delta=False, x_out=x_out,
+                                     np.flatnonzero(op._inv_out == 0), terms, xs=xs, x=x,
+                                     dm=0.1, mass=0.0, delta=False, x_out=x_out,
                                      xs_out=xs_out)
         outs.append((ret, x_out, xs_out))
     (r1, x1, s1), (r2, x2, s2) = outs

@@ -188,10 +188,11 @@ class CPUBatchOperator(BatchOperator):
         d = v if self.d is None else self.d
         partial = np.zeros((self.bounds.size - 1, 3))
         g = self.graph
+        terms = kernels.StepTerms(v=v, d=d, inv_out=self.inv_out, alpha=self.alpha,
+                                  crit=CRITERION_CODE[criterion])
         res, dmass, mass = kernels.fused_step(
-            g.indptr, g.indices, self.vals, xs=block.g[:, 0], x=block.x[:, 0], v=v, d=d,
-            inv_out=self.inv_out, alpha=self.alpha, dm=float(block.dmass[0]),
-            mass=float(block.mass[0]), crit=CRITERION_CODE[criterion], delta=block.delta,
+            g.indptr, g.indices, self.vals, terms, xs=block.g[:, 0], x=block.x[:, 0],
+            dm=float(block.dmass[0]), mass=float(block.mass[0]), delta=block.delta,
             bounds=self.bounds, x_out=x_out[:, 0], xs_out=g_out[:, 0], partial=partial)
         return np.array([res]), np.array([dmass]), np.array([mass])
 

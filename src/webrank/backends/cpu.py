@@ -157,23 +157,22 @@ class CPUOperator(PageRankOperator):
             partial = np.zeros((layout.part_ptr.size, 3))
         elif not numba:
             matrix, dangling = self._pt(), np.flatnonzero(self._dangling)
+        terms = kernels.StepTerms(v=self._v_k, d=self._d_k, inv_out=self._inv_out,
+                                  alpha=self.alpha, crit=crit)
         while steps < max_steps:
             if layout is not None:
                 res, dm, mass = kernels.blocked_step(
-                    layout, xs=xs, x=x, v=self._v_k, d=self._d_k, inv_out=self._inv_out,
-                    alpha=self.alpha, dm=dm, mass=mass, crit=crit, delta=delta,
-                    x_out=x_next, xs_out=xs_next, partial=partial)
+                    layout, terms, xs=xs, x=x, dm=dm, mass=mass, delta=delta, x_out=x_next,
+                    xs_out=xs_next, partial=partial)
             elif numba:
                 res, dm, mass = kernels.fused_step(
-                    g.indptr, g.indices, self._vals, xs=xs, x=x, v=self._v_k, d=self._d_k,
-                    inv_out=self._inv_out, alpha=self.alpha, dm=dm, mass=mass, crit=crit,
+                    g.indptr, g.indices, self._vals, terms, xs=xs, x=x, dm=dm, mass=mass,
                     delta=delta, bounds=self._bounds, x_out=x_next, xs_out=xs_next,
                     partial=self._partial)
             else:
                 res, dm, mass = kernels.scipy_step(
-                    matrix, dangling, xs=xs, x=x, v=self._v_k, d=self._d_k,
-                    inv_out=self._inv_out, alpha=self.alpha, dm=dm, mass=mass, crit=crit,
-                    delta=delta, x_out=x_next, xs_out=xs_next)
+                    matrix, dangling, terms, xs=xs, x=x, dm=dm, mass=mass, delta=delta,
+                    x_out=x_next, xs_out=xs_next)
             if self.delta_steps and not delta:
                 # switch to delta steps: gather (x_1 - x_0) / out from now on
                 d1 = x_next - x

@@ -339,14 +339,15 @@ class PartitionedOperator(PageRankOperator):
         dm, mass = float(sums[0]), 0.0
         delta = False
         residuals, converged = [], False
-        vd = [self._local_v(h) for h in homes]
+        terms = [cpu.StepTerms(*self._local_v(h), inv_out=h.inv_out, alpha=self.alpha,
+                               crit=crit) for h in homes]
         for step in range(1, max_steps + 1):
             res, local = 0.0, np.zeros(2)
-            for h, a, b, (v, d) in zip(homes, xl, xl_next, vd, strict=True):
+            for h, a, b, t in zip(homes, xl, xl_next, terms, strict=True):
                 r, ddm, dmass = cpu.fused_step(
-                    h.indptr, h.indices, h.vals, xs=xs, x=a, v=v, d=d, inv_out=h.inv_out,
-                    alpha=self.alpha, dm=dm, mass=mass, crit=crit, delta=delta,
-                    bounds=h.bounds, x_out=b, xs_out=xs_next[h.r0:h.r1], partial=h.partial)
+                    h.indptr, h.indices, h.vals, t, xs=xs, x=a, dm=dm, mass=mass,
+                    delta=delta, bounds=h.bounds, x_out=b, xs_out=xs_next[h.r0:h.r1],
+                    partial=h.partial)
                 res = max(res, r) if crit == 2 else res + r
                 local += (ddm, dmass)
             if self.delta_steps and not delta:

@@ -224,20 +224,40 @@ def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
     return np.unique(np.clip(bounds, 0, n))
 
 
+@dataclass(frozen=True)
+class StepTerms:
+    """What a power step adds to its link sums, the same every step of a run.
+
+    Attributes
+    ----------
+    v, d : ndarray of float64
+        The teleport and dangling distributions (length 1, holding ``1/n``, when uniform).
+    inv_out : ndarray of float64
+        Each node's gather scale (:func:`webrank.graph.gather_scale`).
+    alpha : float
+        The damping factor.
+    crit : int
+        The residual: L1 sum (0), L2 *squared* sum (1) or max (2); see
+        :func:`kernel_criterion`.
+    """
+
+    v: np.ndarray
+    d: np.ndarray
+    inv_out: np.ndarray
+    alpha: float
+    crit: int
+
+
 def fused_step(
     indptr: np.ndarray,
     indices: np.ndarray,
     vals: np.ndarray,
+    terms: StepTerms,
     *,
     xs: np.ndarray,
     x: np.ndarray,
-    v: np.ndarray,
-    d: np.ndarray,
-    inv_out: np.ndarray,
-    alpha: float,
     dm: float,
     mass: float,
-    crit: int,
     delta: bool,
     bounds: np.ndarray,
     x_out: np.ndarray,
@@ -246,8 +266,9 @@ def fused_step(
 ) -> tuple[float, float, float]:
     """One fused power step; returns ``(residual, dangling mass, mass)`` of the new vector.
 
-    ``vals`` is empty for unweighted graphs; ``v``/``d`` have length 1 when uniform.
-    The residual is the L1 sum, the L2 *squared* sum, or the max, by ``crit``.
+    ``vals`` is empty for unweighted graphs; ``terms`` holds what is the same every step
+    (:class:`StepTerms`); ``dm`` and ``mass`` are the dangling mass and the mass of the
+    vector gathered (the previous step's returns).
 
     Plain step (``delta=False``): ``xs`` holds ``x / out``; writes ``x' = G x`` and
     ``x' / out``. Delta step (``delta=True``): ``xs`` holds ``(x_k - x_{k-1}) / out``;
@@ -263,15 +284,15 @@ def fused_step(
     ``partial``, ``bounds.size - 1`` rows of 3); without Numba, :func:`scipy_step`.
     """
     jit = numba_kernels()
+    t = terms
     if jit is None:  # pragma: no cover - only without numba
         return scipy_step(in_link_matrix(indptr, indices, vals, xs.size),
-                          np.flatnonzero(inv_out == 0), xs=xs, x=x, v=v, d=d,
-                          inv_out=inv_out, alpha=alpha, dm=dm, mass=mass, crit=crit,
+                          np.flatnonzero(t.inv_out == 0), t, xs=xs, x=x, dm=dm, mass=mass,
                           delta=delta, x_out=x_out, xs_out=xs_out)
-    jit.fused_step(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
-                   delta, bounds, x_out, xs_out, partial)
+    jit.fused_step(indptr, indices, vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm, mass,
+                   t.crit, delta, bounds, x_out, xs_out, partial)
     p = partial[: bounds.size - 1]
-    res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
+    res = p[:, 0].max() if t.crit == 2 else p[:, 0].sum()
     return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
 
 
@@ -381,20 +402,19 @@ def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                             vals=lvals)
 
 
-def blocked_step(layout: CPUBlockedLayout, *, xs: np.ndarray, x: np.ndarray, v: np.ndarray,
-                 d: np.ndarray, inv_out: np.ndarray, alpha: float, dm: float, mass: float,
-                 crit: int, delta: bool, x_out: np.ndarray, xs_out: np.ndarray,
-                 partial: np.ndarray) -> tuple[float, float, float]:
+def blocked_step(layout: CPUBlockedLayout, terms: StepTerms, *, xs: np.ndarray,
+                 x: np.ndarray, dm: float, mass: float, delta: bool, x_out: np.ndarray,
+                 xs_out: np.ndarray, partial: np.ndarray) -> tuple[float, float, float]:
     """:func:`fused_step` through a :class:`CPUBlockedLayout` (same arguments and
     returns; ``partial`` needs a row per partition). A row's sum adds its links in
     source order (the pull step in two interleaved sums): the two agree to rounding."""
     jit = numba_kernels()
-    L = layout
+    L, t = layout, terms
     jit.blocked_step(L.part_ptr, L.edge_ptr, L.pair_ptr, L.pair_src, L.pair_len,
-                     L.dst_local, L.vals, xs, x, v, d, inv_out, alpha, dm, mass, crit,
-                     delta, x_out, xs_out, partial)
+                     L.dst_local, L.vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm, mass,
+                     t.crit, delta, x_out, xs_out, partial)
     p = partial[: L.part_ptr.size - 1]
-    res = p[:, 0].max() if crit == 2 else p[:, 0].sum()
+    res = p[:, 0].max() if t.crit == 2 else p[:, 0].sum()
     return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
 
 
@@ -460,16 +480,12 @@ def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
 def scipy_step(
     matrix: Any,
     dangling: np.ndarray,
+    terms: StepTerms,
     *,
     xs: np.ndarray,
     x: np.ndarray,
-    v: np.ndarray,
-    d: np.ndarray,
-    inv_out: np.ndarray,
-    alpha: float,
     dm: float,
     mass: float,
-    crit: int,
     delta: bool,
     x_out: np.ndarray,
     xs_out: np.ndarray,
@@ -487,7 +503,7 @@ def scipy_step(
         The graph's :func:`in_link_matrix`.
     dangling : ndarray of int
         Indices of the nodes whose ``inv_out`` is 0.
-    xs, x, v, d, inv_out, alpha, dm, mass, crit, delta, x_out, xs_out
+    terms, xs, x, dm, mass, delta, x_out, xs_out
         As for :func:`fused_step` (``x_out`` and ``xs_out`` are written).
 
     Returns
@@ -495,9 +511,10 @@ def scipy_step(
     tuple of float
         ``(residual, dangling mass, mass)`` of the new vector, as :func:`fused_step`.
     """
+    inv_out, alpha, crit = terms.inv_out, terms.alpha, terms.crit
     # uniform v and d (length 1) as Python floats: scalar adds, no temporary n-vectors
-    v = float(v[0]) if v.size == 1 else v
-    d = float(d[0]) if d.size == 1 else d
+    v = float(terms.v[0]) if terms.v.size == 1 else terms.v
+    d = float(terms.d[0]) if terms.d.size == 1 else terms.d
     t = matrix @ xs  # float64: SciPy upcasts a float32 xs exactly
     t *= alpha
     t += alpha * dm * d
