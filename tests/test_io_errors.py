@@ -99,6 +99,19 @@ def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
         p = write(tmp_path / "g.txt", body + bad + "\n" + GOOD)
         with pytest.raises(GraphFormatError, match=f"line {1001}"):
             edgelist.read_edge_columns(p, options=ReadOptions(device=device))
+    # a search slower than the parse still runs to the end of the file
+    search = edgelist._MappedSource._find_hex
+
+    def slow_search(self):
+        import time
+
+        time.sleep(0.3)
+        search(self)
+
+    monkeypatch.setattr(edgelist._MappedSource, "_find_hex", slow_search)
+    p = write(tmp_path / "g.txt", body + "7\t0x2\n" + GOOD)
+    with pytest.raises(GraphFormatError, match="line 1001"):
+        edgelist.read_edge_columns(p, options=ReadOptions(device=device))
     seen = []
     p = write(tmp_path / "g.txt", body)
     src, _, _, _ = edgelist.read_edge_columns(

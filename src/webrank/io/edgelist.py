@@ -628,7 +628,8 @@ class _MappedSource:
             # the file changed since it was opened: the stream reader decides
             raise _Changed
         self._map.seek(self._start)
-        self._done = threading.Event()
+        self._done = threading.Event()  # the parse ended: the progress reports stop
+        self._cancel = threading.Event()  # the parse failed: the search stops too
         self._threads = [threading.Thread(target=self._find_hex, daemon=True)] \
             if self._watch_hex else []
         if self._progress is not None:
@@ -639,7 +640,9 @@ class _MappedSource:
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        for t in self._threads:
+        if exc[0] is not None:
+            self._cancel.set()
+        for t in self._threads:  # (the search runs to the end of the file)
             t.join()
         self._map.close()
         if self._progress is not None and exc[0] is None:
@@ -655,7 +658,7 @@ class _MappedSource:
                 if mm.find(b"x", a, b) >= 0 or mm.find(b"X", a, b) >= 0:
                     self.saw_hex = True
                     return
-                if self._done.is_set():
+                if self._cancel.is_set():
                     return
 
     def _report(self) -> None:
