@@ -264,3 +264,19 @@ def test_cli_status_spinner_starts_and_stops():
     quiet = _RunStatus(enabled=False)
     quiet.compiling(True)
     assert quiet.status is None
+
+
+def test_thread_count_while_numba_is_half_imported(monkeypatch):
+    # another thread importing Numba leaves a module without get_num_threads in
+    # sys.modules for a while: the count is then Numba's default, not an AttributeError
+    import importlib.machinery
+    import sys
+    import types
+
+    from webrank.kernels import cpu as kernels
+
+    half = types.ModuleType("numba")
+    half.__spec__ = importlib.machinery.ModuleSpec("numba", None)  # as while importing
+    monkeypatch.setitem(sys.modules, "numba", half)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "3")
+    assert kernels.num_threads() == 3

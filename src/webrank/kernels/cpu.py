@@ -113,8 +113,11 @@ def num_threads() -> int:
         process may run on. 1 where Numba is not installed.
     """
     numba = sys.modules.get("numba")
-    if numba is not None:  # set_num_threads may have changed it
-        return numba.get_num_threads()
+    # set_num_threads may have changed it (a Numba still being imported by another thread
+    # has no get_num_threads yet: then its default, below)
+    get = getattr(numba, "get_num_threads", None)
+    if get is not None:
+        return get()
     if not _numba_installed():  # pragma: no cover - numba is a dependency
         return 1
     # Numba's own default (numba.core.config), without importing Numba for it
