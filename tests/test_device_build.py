@@ -67,6 +67,20 @@ def test_device_build_keeps_the_last_weight_of_a_repeated_link():
     np.testing.assert_array_equal(got["weights"], [1.0, 3.5])
 
 
+def test_device_build_hands_weighted_links_past_its_limit_to_the_host(monkeypatch):
+    # the weighted merge runs below 2**31 links: past it the caller builds on the host
+    # (None), rather than failing half-way on the card
+    import webrank.build_gpu as build_gpu
+
+    monkeypatch.setattr(build_gpu, "_MAX_NODES", 3)
+    src, dst, w = np.array([0, 0, 1, 2]), np.array([1, 2, 0, 0]), np.ones(4)
+    assert edge_csr_on_device(src, dst, w, num_nodes=None, node_ids="appear", labels=None,
+                              duplicates="collapse", name=None, xp=np) is None
+    host = edge_csr_on_device(src, dst, None, num_nodes=None, node_ids="range",
+                              labels=None, duplicates="collapse", name=None, xp=np)
+    assert host is not None  # unweighted links merge on the card at any count
+
+
 def test_device_build_refuses_ids_out_of_range():
     with pytest.raises(webrank.GraphFormatError, match="out of range"):
         edge_csr_on_device(np.array([0, 7]), np.array([1, 2]), None, num_nodes=5,

@@ -69,8 +69,8 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
         import cupy as xp
     cp = xp
     m = int(src.size)
-    if m == 0:
-        return None
+    if m == 0 or (weight is not None and m > _MAX_NODES):
+        return None  # (weighted links are merged on the device below 2**31 links)
     # the links' part of the peak, checked before the columns go up (a presence map
     # spans at most DENSE_RANGE * m ids); the nodes' part once the ids are known
     if cp is not np and device_build_bytes(m, _DENSE_RANGE * m + 1, weight is not None) \
