@@ -260,3 +260,171 @@ def test_no_private_attribute_of_another_object():
                 continue
             found.append(f"{name}:{node.lineno}: {owner}.{node.attr}")
     assert not found, "\n".join(found)
+
+
+# -- the layer table of docs/architecture.md -----------------------------------------------
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def layer_table() -> dict[str, int]:
+    """``docs/architecture.md``'s table: module pattern (``webrank.cli.*`` for a package
+    and everything in it) -> layer number."""
+    import re
+
+    table: dict[str, int] = {}
+    for line in ARCHITECTURE.read_text().splitlines():
+        m = re.match(r"\|\s*(\d+) [a-z]+\s*\|(.*)\|\s*$", line)
+        if m:
+            for pattern in re.findall(r"`([\w.*]+)`", m.group(2)):
+                assert pattern not in table, f"{pattern} is in two rows"
+                table[pattern] = int(m.group(1))
+    assert table, f"no layer table in {ARCHITECTURE}"
+    return table
+
+
+def layer_of(module: str, table: dict[str, int]) -> int | None:
+    """The layer of the most specific pattern naming ``module``."""
+    best, layer = -1, None
+    for pattern, number in table.items():
+        if pattern.endswith(".*"):
+            base = pattern[:-2]
+            hit = module == base or module.startswith(base + ".")
+        else:
+            hit = module == pattern
+        if hit and len(pattern) > best:
+            best, layer = len(pattern), number
+    return layer
+
+
+def module_imports(path: Path) -> set[str]:
+    """The webrank modules a file imports; ``from webrank import build`` is the module
+    ``webrank.build``, not the package."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            subs = [f"{node.module}.{a.name}" for a in node.names
+                    if f"{node.module}.{a.name}" in MODULES]
+            names.update(subs)
+            if len(subs) < len(node.names):  # a name defined in the module itself
+                names.add(node.module)
+    return {m for m in names if m in MODULES}
+
+
+def test_every_module_is_in_the_layer_table():
+    table = layer_table()
+    missing = sorted(m for m in MODULES if layer_of(m, table) is None)
+    assert not missing, f"not in the layer table of docs/architecture.md: {missing}"
+    stale = sorted(p for p in table
+                   if not any(layer_of(m, {p: 0}) is not None for m in MODULES))
+    assert not stale, f"the layer table names modules that do not exist: {stale}"
+
+
+def test_no_import_climbs_to_a_higher_layer():
+    """The rule of docs/architecture.md: imports go to the same layer or below."""
+    table = layer_table()
+    climbs = []
+    for name, path in MODULES.items():
+        own = layer_of(name, table)
+        for target in module_imports(path) - {name}:
+            if layer_of(target, table) > own:
+                climbs.append(f"{name} (layer {own}) imports {target} "
+                              f"(layer {layer_of(target, table)})")
+    assert not climbs, "\n".join(sorted(climbs))
+
+
+def test_the_rule_catches_a_climb(tmp_path):
+    """The checker itself: an import from graph (layer 2) of ranking (layer 6) climbs."""
+    table = layer_table()
+    fake = tmp_path / "graph.py"
+    fake.write_text("def f():\n    from webrank.ranking import pagerank\n")
+    up = [t for t in module_imports(fake) if layer_of(t, table) > layer_of("webrank.graph",
+                                                                          table)]
+    assert up == ["webrank.ranking"]
+
+
+def _trace_calls(run) -> tuple[set[tuple[str, str, str]], list[list[str]]]:
+    """Run ``run()`` under a profiler: the call edges between webrank modules (caller
+    module, callee module, callee function) and the module stacks at each kernel call."""
+    import sys
+
+    edges: set[tuple[str, str, str]] = set()
+    stacks: list[list[str]] = []
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        callee = frame.f_globals.get("__name__", "")
+        if not callee.startswith("webrank"):
+            return
+        caller = frame.f_back
+        while caller is not None and not caller.f_globals.get("__name__", "").startswith(
+                "webrank"):
+            caller = caller.f_back  # through NumPy, SciPy, functools
+        if caller is not None:
+            # a function the caller holds in a variable (a parameter: a callback passed
+            # down to it) may be of any layer
+            passed = any(getattr(v, "__code__", None) is frame.f_code
+                         for v in caller.f_locals.values())
+            edges.add((caller.f_globals["__name__"], callee,
+                       "callback" if passed else frame.f_code.co_name))
+        if callee.startswith("webrank.kernels."):
+            stack, f = [], frame
+            while f is not None:
+                mod = f.f_globals.get("__name__", "")
+                if mod.startswith("webrank") and (not stack or stack[-1] != mod):
+                    stack.append(mod)
+                f = f.f_back
+            stacks.append(stack[::-1])
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return edges, stacks
+
+
+def _feature_calls():
+    import numpy as np
+
+    import webrank
+    from webrank.solvers import SOLVERS, get_solver, solver_spec
+
+    get_solver("power")  # fills the registry
+    g = webrank.generate_graph("scale-free", 400, seed=5)
+    calls = [(f"pagerank {m}", lambda m=m: webrank.pagerank(g, method=m, tol=1e-8,
+                                                             max_iter=500))
+             for m in sorted(SOLVERS) if "cpu" in solver_spec(m).devices]
+    calls.append(("personalized", lambda: webrank.personalized_pagerank(
+        g, [[0], [1, 2]], tol=1e-8)))
+    r = webrank.pagerank(g, tol=1e-10)
+    calls.append(("update", lambda: webrank.update(
+        r, g, added_edges=np.array([[3, 7], [9, 11]]), frontier=True, tol=1e-10)))
+    return calls
+
+
+def test_calls_from_a_feature_to_its_kernels_go_down(monkeypatch):
+    """Follow each feature down to the kernels it runs (CPU, the Numba steps of large
+    graphs): no call climbs to a higher layer except into a callback its caller passed
+    down, and no stack holds more than ten modules (the issue that set this rule
+    counted 17)."""
+    from webrank.kernels import cpu
+
+    monkeypatch.setattr(cpu, "SMALL_GRAPH_EDGES", 0)
+    table = layer_table()
+    climbs, deep = set(), []
+    for label, run in _feature_calls():
+        run()  # the first call compiles and fills caches
+        edges, stacks = _trace_calls(run)
+        assert stacks, f"{label}: no kernel call traced"
+        for caller, callee, function in edges:
+            up = layer_of(callee, table) > layer_of(caller, table)
+            if up and function != "callback":
+                climbs.add(f"{label}: {caller} -> {callee}.{function}")
+        deep += [f"{label}: {' -> '.join(s)}" for s in stacks if len(s) > 10]
+    assert not climbs, "\n".join(sorted(climbs))
+    assert not deep, "\n".join(deep[:5])
+
