@@ -54,7 +54,7 @@ for name in ("web-NotreDame", "cnr-2000", "soc-Epinions1"):
     for use_graph in (False, True):
         def run(ug=use_graph, g=g):
             webrank.pagerank(g, tol=1e-300, max_iter=ITERS, device="gpu", dtype="float32",
-                             use_graph=ug, raise_on_nonconvergence=False)
+                             raise_on_nonconvergence=False, engine_options={"use_graph": ug})
         run()
         row.append(f"{per_iter(run):.4f}")
     print("| " + " | ".join(row) + " |")

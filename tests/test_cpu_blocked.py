@@ -125,6 +125,6 @@ def test_engine_names_are_checked(rng):
     with pytest.raises(ValueError, match="not a CPU engine"):
         CPUOperator(g, 0.85, None, None, "float64", engine="stream")
     with pytest.raises(ValueError, match=r"options \['part_rows'\] apply to device='gpu'"):
-        webrank.pagerank(g, device="cpu", engine="blocked", part_rows=64)
+        webrank.pagerank(g, device="cpu", engine="blocked", engine_options={"part_rows": 64})
     with pytest.raises(ValueError, match="part_rows must be in"):
         cpu.blocked_layout(g.indptr, g.indices, np.zeros(0), part_rows=70000)

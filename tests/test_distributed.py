@@ -122,7 +122,8 @@ def test_methods_that_do_not_run_partitioned(rng):
     with pytest.raises(ValueError, match="is a GPU option"):
         pagerank_parts(ps, bounds, LocalComm(2), engine="blocked")
     with pytest.raises(ValueError, match=r"options \['part_rows'\] do not apply"):
-        webrank.pagerank(g, device="gpu", gpus=2, engine="blocked", part_rows=64)
+        webrank.pagerank(g, device="gpu", gpus=2, engine="blocked",
+                         engine_options={"part_rows": 64})
 
 
 def test_distributed_cli_refuses_a_bad_engine_in_one_line(tmp_path):

@@ -69,15 +69,16 @@ def test_graph_on_device_rejects_bad_ids():
 def test_reordered_gather_gives_the_same_answer(weighted, dtype):
     g = hub_graph(weighted)
     a = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype)
-    b = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, reorder="out-degree")
-    c = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, reorder="out-degree",
-                         use_graph=False)
+    b = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype,
+                         engine_options={"reorder": "out-degree"})
+    c = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype,
+                         engine_options={"reorder": "out-degree", "use_graph": False})
     assert abs(a.iterations - b.iterations) <= 1
     tol = 1e-12 if dtype == "float64" else 1e-7
     assert np.abs(a.scores - b.scores).sum() < tol
     assert np.abs(b.scores - c.scores).sum() < tol
     with pytest.raises(ValueError, match="reorder"):
-        webrank.pagerank(g, device="gpu", reorder="bogus")
+        webrank.pagerank(g, device="gpu", engine_options={"reorder": "bogus"})
 
 
 @pytest.mark.gpu

@@ -46,7 +46,7 @@ def test_stream_engine_under_a_small_memory_cap(rng, weighted, dtype):
     g = random_graph(rng, 40000, 400000, weighted)
     cap = stream_vector_bytes(g.n, dtype) + 2 * 8 * (g.num_edges // 6)  # about 6 chunks
     r = webrank.pagerank(g, device="gpu", engine="stream", dtype=dtype, tol=1e-11,
-                         device_memory_limit=cap)
+                         engine_options={"device_memory_limit": cap})
     assert r.info["engine"] == "stream" and r.info["chunks"] >= 3
     pull = webrank.pagerank(g, device="gpu", engine="pull", dtype=dtype, tol=1e-11)
     assert abs(r.iterations - pull.iterations) <= 1
@@ -55,13 +55,13 @@ def test_stream_engine_under_a_small_memory_cap(rng, weighted, dtype):
                                                            else 1e-6)
     # GMRES's products go through the chunks too
     gm = webrank.pagerank(g, device="gpu", engine="stream", method="gmres", tol=1e-11,
-                          dtype=dtype, device_memory_limit=cap)
+                          dtype=dtype, engine_options={"device_memory_limit": cap})
     # (float32 transition values of a weighted graph bound a product's accuracy)
     assert np.abs(gm.scores - reference(g).scores).sum() < (1e-9 if dtype == "float64"
                                                             else 1e-6)
     # a cap too small for the largest row is refused before any work
     with pytest.raises(DeviceMemoryError, match="largest row"):
-        webrank.pagerank(g, device="gpu", engine="stream", chunk_edges=10)
+        webrank.pagerank(g, device="gpu", engine="stream", engine_options={"chunk_edges": 10})
 
 
 @pytest.mark.parametrize("engine", ["pull", "blocked"])

@@ -134,18 +134,21 @@ def test_auto_engine_and_option_errors(rng):
     r = webrank.pagerank(g, device="gpu")
     assert r.info["engine"] == "persistent" and r.info["engine_reason"]
     # options narrow the choice to the engines that take them
-    assert webrank.pagerank(g, device="gpu", reorder=None).info["engine"] == "persistent"
-    assert webrank.pagerank(g, device="gpu", part_rows=500).info["engine"] == "blocked"
+    picked = webrank.pagerank(g, device="gpu", engine_options={"reorder": None})
+    assert picked.info["engine"] == "persistent"
+    picked = webrank.pagerank(g, device="gpu", engine_options={"part_rows": 500})
+    assert picked.info["engine"] == "blocked"
     with pytest.raises(ValueError, match="do not apply to engine 'pull'"):
-        webrank.pagerank(g, device="gpu", engine="pull", launch_steps=4)
+        webrank.pagerank(g, device="gpu", engine="pull", engine_options={"launch_steps": 4})
     with pytest.raises(ValueError, match="engine must be one of"):
         webrank.pagerank(g, device="gpu", engine="bogus")
     with pytest.raises(ValueError, match="do not apply to engine 'blocked'"):
-        webrank.pagerank(g, device="gpu", engine="blocked", reorder="out-degree")
+        webrank.pagerank(g, device="gpu", engine="blocked",
+                         engine_options={"reorder": "out-degree"})
     with pytest.raises(ValueError, match="do not apply to engine 'pull'"):
-        webrank.pagerank(g, device="gpu", engine="pull", part_rows=128)
+        webrank.pagerank(g, device="gpu", engine="pull", engine_options={"part_rows": 128})
     with pytest.raises(ValueError, match="part_rows"):
-        webrank.pagerank(g, device="gpu", engine="blocked", part_rows=10**6)
+        webrank.pagerank(g, device="gpu", engine="blocked", engine_options={"part_rows": 10**6})
 
 
 def test_graph_built_on_the_device_runs_every_engine():

@@ -75,7 +75,7 @@ def test_hybrid_matches_cpu_engine(weighted, dtype, gpu_links):
     g = hub_graph(weighted)
     c = webrank.pagerank(g, tol=1e-11, device="cpu", method="power")  # the same iteration
     h = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, method="hybrid",
-                         gpu_links=gpu_links)
+                         engine_options={"gpu_links": gpu_links})
     assert h.method == "hybrid" and h.device == "gpu" and h.converged
     assert abs(h.iterations - c.iterations) <= 1
     assert np.abs(h.scores - c.scores).sum() < (1e-9 if dtype == "float64" else 1e-6)
@@ -89,6 +89,6 @@ def test_hybrid_matches_cpu_engine(weighted, dtype, gpu_links):
 def test_hybrid_rejects_graph_options():
     g = hub_graph(False, n=200, m=1000)
     with pytest.raises(ValueError, match="use_graph"):
-        webrank.pagerank(g, device="gpu", method="hybrid", use_graph=True)
+        webrank.pagerank(g, device="gpu", method="hybrid", engine_options={"use_graph": True})
     with pytest.raises(ValueError, match="gpu_links"):
-        webrank.pagerank(g, device="gpu", method="hybrid", gpu_links=0)
+        webrank.pagerank(g, device="gpu", method="hybrid", engine_options={"gpu_links": 0})

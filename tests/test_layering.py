@@ -120,25 +120,62 @@ def test_no_import_cycles_between_modules():
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-def test_cli_choices_come_from_the_registries():
-    """The CLI offers exactly what the backends and solvers register (no copied lists)."""
+def test_cli_choices_come_from_the_registries(monkeypatch):
+    """The CLI offers exactly what the backends and solvers register (no copied lists):
+    its choices are the registries' tuples, its --method help is read from the solver
+    registry when shown."""
     import click
 
-    from webrank.backends import CPU_ENGINES, GPU_ENGINES
+    import webrank
+    from webrank.backends import CPU_ENGINES, CRITERIA, DEVICES, DTYPES, GPU_ENGINES
     from webrank.cli import cli
-    from webrank.solvers import SOLVERS, get_solver
+    from webrank.solvers import SOLVERS, SPECS, SolverSpec, get_solver
 
     get_solver("power")  # fills the registry
-    rank = cli.commands["rank"]
-    params = {p.name: p for p in rank.params}
+    for command in (cli.commands["rank"], cli.commands["ppr"]):
+        params = {p.name: p for p in command.params}
+        for name, registry in (("criterion", CRITERIA), ("device", DEVICES),
+                               ("dtype", DTYPES)):
+            assert tuple(params[name].type.choices) == tuple(registry), (command.name, name)
+    params = {p.name: p for p in cli.commands["rank"].params}
     engine = params["engine"].type
     assert isinstance(engine, click.Choice)
     assert set(engine.choices) == set(GPU_ENGINES) | set(CPU_ENGINES)
     method = params["method"]
-    if isinstance(method.type, click.Choice):
-        assert set(method.type.choices) == set(SOLVERS) | {"auto"}
-    else:  # free text checked against the registry: the help names every solver
-        assert all(name in method.help for name in SOLVERS), method.help
+    assert all(name in method.help for name in SOLVERS), method.help
+    # a solver registered later shows in the help and is documented by pagerank
+    monkeypatch.setitem(SPECS, "richardson", SolverSpec("richardson", SOLVERS["power"],
+                                                        devices=("gpu",)))
+    assert "richardson (GPU)" in method.help
+    doc = webrank.pagerank.__doc__
+    missing = [name for name in SOLVERS if f'"{name}"' not in doc]
+    assert not missing, f"pagerank's docstring does not name the solvers {missing}"
+
+
+def test_engine_options_are_registered_once():
+    """Each GPU engine's tuning options are listed once (backends.base), taken by its
+    class, checked by pagerank, and documented in pagerank's ``engine_options``."""
+    import inspect
+
+    import webrank
+    from webrank.backends import base, gpu_engines
+
+    assert set(base.GPU_ENGINE_OPTIONS) == set(base.GPU_ENGINES) - {"auto"}
+    for engine, names in base.GPU_ENGINE_OPTIONS.items():
+        cls = gpu_engines._CLASSES[engine]
+        taken = set()
+        for klass in cls.__mro__:
+            for method in ("__init__", "_setup_engine"):
+                if method in vars(klass):
+                    taken |= set(inspect.signature(vars(klass)[method]).parameters)
+        missing = set(names) | set(base.GPU_COMMON_OPTIONS)
+        assert not missing - taken, f"{engine} does not take {sorted(missing - taken)}"
+    doc = webrank.pagerank.__doc__
+    undocumented = [o for o in base.ENGINE_OPTION_NAMES if f"``{o}``" not in doc]
+    assert not undocumented, f"pagerank's docstring does not document {undocumented}"
+    g = webrank.generate_graph("er", 30, seed=2)
+    with pytest.raises(ValueError, match="unknown engine options"):
+        webrank.pagerank(g, engine_options={"lanes_per_rows": 4})
 
 
 def test_public_api_exports_every_returned_type_and_a_generator_function():

@@ -75,7 +75,7 @@ def test_solver_refuses_a_device_it_cannot_use(method):
 
 def test_hybrid_options_are_refused_elsewhere():
     with pytest.raises(ValueError, match="method='hybrid' only"):
-        webrank.pagerank(graph_of(SEED_SIX), device="cpu", gpu_links=4)
+        webrank.pagerank(graph_of(SEED_SIX), device="cpu", engine_options={"gpu_links": 4})
 
 
 def test_auto_picks_by_device_graph_size_and_alpha(monkeypatch):

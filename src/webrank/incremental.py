@@ -120,8 +120,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.backends import device_name, make_operator, resolve_device
-from webrank.backends.frontier import frontier_available, run_frontier
+from webrank.backends import (
+    device_name,
+    make_frontier_operator,
+    make_operator,
+    resolve_device,
+)
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, as_id_array, index_dtype
 from webrank.ranking import as_distribution, check_scalar_args
@@ -592,7 +596,8 @@ def _frontier_phase(edit: _Edit, y: np.ndarray, b: np.ndarray, alpha: float, tol
     n = new.n
     stats: dict[str, Any] = {"frontier_sizes": [], "frontier_rows": 0, "frontier_steps": 0,
                              "frontier_tol": None, "residual_bound": float("nan")}
-    if not enabled or not frontier_available():
+    op = make_frontier_operator(new, alpha=alpha, out_links=_out_csr(new)) if enabled else None
+    if op is None or "frontier" not in op.capabilities:
         stats["frontier_stop"] = "disabled" if not enabled else "numba missing"
         return stats
     total = float(y.sum())  # y is in units of total * x
@@ -601,9 +606,9 @@ def _frontier_phase(edit: _Edit, y: np.ndarray, b: np.ndarray, alpha: float, tol
                         "linf": 0.1 * tol}[criterion]
     tau = float(frontier_tol) * total
     stats["frontier_tol"] = tau / total
-    run = run_frontier(new, _out_csr(new), y, b, alpha, edit.changed_sources,
-                       np.concatenate([edit.dst_del, np.arange(edit.graph.n, n)]), tau,
-                       max_steps, max_fraction)
+    run = op.run(y, b, edit.changed_sources,
+                 np.concatenate([edit.dst_del, np.arange(edit.graph.n, n)]), tau=tau,
+                 max_steps=max_steps, max_fraction=max_fraction)
     sizes, stop, held = run.sizes, run.stop, run.held
     stats.update(frontier_sizes=sizes, frontier_rows=int(sum(sizes)),
                  frontier_steps=len(sizes), frontier_stop=stop,

@@ -62,8 +62,6 @@ __all__ = [
 BACKEND_NAME = "webrank"
 _logger = logging.getLogger(__name__)
 
-_DEVICES = ("auto", "cpu", "gpu")
-_DTYPES = ("float64", "float32")
 
 
 class BackendConfig(nx.utils.Config):
@@ -82,7 +80,9 @@ class BackendConfig(nx.utils.Config):
     dtype: str = "float64"
 
     def _on_setattr(self, key: str, value: Any) -> Any:
-        allowed = {"device": _DEVICES, "dtype": _DTYPES}[key]
+        from webrank.backends import DEVICES, DTYPES
+
+        allowed = {"device": DEVICES, "dtype": DTYPES}[key]
         if value not in allowed:
             raise ValueError(f"webrank backend: {key} must be one of {allowed}, not {value!r}")
         return value

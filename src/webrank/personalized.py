@@ -54,7 +54,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from webrank.backends import device_name, make_batch_operator, resolve_device
-from webrank.backends.batch import batch_width
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.ranking import (
@@ -399,8 +398,9 @@ def personalized_pagerank(
     backend = resolve_device(device)
 
     t0 = time.perf_counter()
-    op = make_batch_operator(graph, backend, dtype, alpha, shared_d)
-    width = batch_width(n, k, np.dtype(dtype).itemsize, backend, batch_size)
+    op = make_batch_operator(graph, device=backend, alpha=alpha, dangling=shared_d,
+                             dtype=dtype)
+    width = op.width(k, batch_size)
     t1 = time.perf_counter()
 
     scores = np.empty((n, k)) if top is None else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,9 @@ import numpy as np
 from webrank.backends import (
     CRITERIA,
     DEVICES,
+    DTYPES,
+    ENGINE_OPTION_NAMES,
+    HYBRID_ONLY_OPTIONS,
     device_name,
     make_operator,
     resolve_device,
@@ -30,7 +34,6 @@ from webrank.solvers import SolverSpec, solver_spec
 
 __all__ = ["pagerank"]
 
-DTYPES = ("float32", "float64")
 #: the methods that run with ``tol=0`` (until the iterate stops changing)
 UNTIL_UNCHANGED_METHODS = ("power", "fixed")
 
@@ -121,8 +124,8 @@ def pagerank(
         ``part_rows``, ``reorder``, ``check_every``, ``graph_steps``, ``use_graph``,
         ``device_memory_limit``, ``chunk_edges`` (:mod:`webrank.backends.gpu`,
         :mod:`webrank.backends.gpu_blocked`, :mod:`webrank.backends.gpu_stream`);
-        ``gpu_links`` for ``method="hybrid"``. The same names are still accepted as
-        keywords of their own.
+        ``gpu_links`` for ``method="hybrid"``. As keywords of their own they are still
+        accepted, with a ``DeprecationWarning``.
     **options
         Solver- or backend-specific options (documented by each solver and backend):
         ``engine`` picks the power step, on the CPU ``"auto"``, ``"pull"`` or
@@ -172,8 +175,13 @@ def pagerank(
             raise ValueError("tol=0 (iterate until nothing changes) runs with method "
                              f"{' or '.join(map(repr, UNTIL_UNCHANGED_METHODS))}, not "
                              f"{method!r}")
+    loose = sorted(set(options) & set(ENGINE_OPTION_NAMES))
+    if loose:
+        warnings.warn(f"pass {', '.join(loose)} in engine_options={{...}}: engine tuning "
+                      "as keywords of pagerank is deprecated", DeprecationWarning,
+                      stacklevel=2)
     if engine_options:
-        tuning = set(_BACKEND_OPTIONS) - {"engine"}
+        tuning = set(ENGINE_OPTION_NAMES)
         unknown = sorted(set(engine_options) - tuning)
         if unknown:
             raise ValueError(f"unknown engine options {unknown}; the engines take "
@@ -257,10 +265,8 @@ def pagerank(
     return result
 
 
-_BACKEND_OPTIONS = ("check_every", "graph_steps", "use_graph", "lanes_per_row",
-                    "heavy_threshold", "gpu_links", "reorder", "engine", "part_rows",
-                    "chunk_bits", "launch_steps", "device_memory_limit", "chunk_edges")
-_HYBRID_ONLY = ("gpu_links",)
+#: what goes to the backend rather than the solver: the engine and its tuning
+_BACKEND_OPTIONS = ("engine", *ENGINE_OPTION_NAMES)
 
 
 def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
@@ -319,7 +325,7 @@ def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
 def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     """Pop the options meant for the backend rather than the solver."""
     picked = {k: options.pop(k) for k in _BACKEND_OPTIONS if k in options}
-    hybrid_only = sorted(set(picked) & set(_HYBRID_ONLY))
+    hybrid_only = sorted(set(picked) & set(HYBRID_ONLY_OPTIONS))
     if backend != "hybrid" and hybrid_only:
         raise ValueError(f"options {hybrid_only} apply to method='hybrid' only")
     gpu_only = sorted(set(picked) - {"engine"})

@@ -1,6 +1,10 @@
 """Compute backends: ``cpu`` (NumPy/SciPy/Numba) and ``gpu`` (CuPy, custom CUDA kernels).
 
 :func:`make_operator` picks one by name; ``"auto"`` takes the GPU when CuPy sees one.
+Every operator is an :class:`Operator` (the graph on a device, its array module and
+capabilities): :func:`make_operator` gives one for a vector at a time,
+:func:`make_batch_operator` one for k vectors at once, :func:`make_frontier_operator` one
+for the frontier of an incremental update.
 CuPy is imported only here, lazily, so webrank works on machines without it.
 """
 
@@ -10,33 +14,46 @@ import functools
 import os
 import platform
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from webrank.backends.base import (
     CPU_ENGINES,
     CRITERIA,
+    DTYPES,
+    ENGINE_OPTION_NAMES,
     GPU_ENGINES,
+    HYBRID_ONLY_OPTIONS,
     PART_ENGINES,
+    Operator,
     PageRankOperator,
     StepsResult,
 )
 from webrank.errors import DeviceUnavailableError
 from webrank.graph import Graph
 
+if TYPE_CHECKING:
+    from webrank.backends.batch import BatchOperator
+    from webrank.backends.frontier import FrontierOperator
+
 __all__ = [
     "CPU_ENGINES",
     "CRITERIA",
     "DEVICES",
+    "DTYPES",
+    "ENGINE_OPTION_NAMES",
     "GPU_ENGINES",
+    "HYBRID_ONLY_OPTIONS",
     "PART_ENGINES",
+    "Operator",
     "PageRankOperator",
     "StepsResult",
     "device_name",
     "gpu_available",
     "gpu_name",
     "make_batch_operator",
+    "make_frontier_operator",
     "make_operator",
     "resolve_device",
     "start_gpu_warmup",
@@ -213,16 +230,27 @@ def make_operator(
     return CPUOperator(graph, alpha, personalization, dangling, dtype, **options)
 
 
-def make_batch_operator(graph: Graph, backend: str, dtype: str, alpha: float,
-                        shared_d: np.ndarray | None) -> Any:
-    """The operator of a block of k personalized vectors on ``backend`` ("cpu" or
-    "gpu"): the GPU's fused CUDA step (:mod:`webrank.backends.gpu_batch`), the CPU's
-    Numba step, or without Numba SciPy's SpMM and NumPy (:mod:`webrank.backends.batch`).
-    """
-    if backend == "gpu":
+def make_batch_operator(graph: Graph, *, device: str, alpha: float,
+                        dangling: np.ndarray | None, dtype: str) -> BatchOperator:
+    """The operator of a batch of k personalized vectors of ``graph`` on ``device``
+    ("cpu" or "gpu"): the GPU's fused CUDA step (:mod:`webrank.backends.gpu_batch`), the
+    CPU's Numba step, or without Numba SciPy's SpMM and NumPy
+    (:mod:`webrank.backends.batch`). ``dangling``: a distribution shared by every
+    column, or None (each column's own personalization)."""
+    if device == "gpu":
         from webrank.backends.gpu_batch import gpu_batch_operator
 
-        return gpu_batch_operator(graph, dtype, alpha, shared_d)
+        return gpu_batch_operator(graph, dtype, alpha, dangling)
     from webrank.backends.batch import cpu_batch_operator
 
-    return cpu_batch_operator(graph, dtype, alpha, shared_d)
+    return cpu_batch_operator(graph, dtype, alpha, dangling)
+
+
+def make_frontier_operator(graph: Graph, *, alpha: float,
+                           out_links: tuple[np.ndarray, np.ndarray]) -> FrontierOperator:
+    """The operator of the frontier phase of an incremental update of ``graph`` (CPU;
+    its capabilities hold "frontier" where Numba imports), ``out_links`` its out-link
+    CSR ``(indptr, targets)`` (:mod:`webrank.backends.frontier`)."""
+    from webrank.backends.frontier import FrontierOperator
+
+    return FrontierOperator(graph, alpha, out_links)

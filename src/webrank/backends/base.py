@@ -30,6 +30,8 @@ from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.graph import Graph
 
 CRITERIA = ("l1", "l2", "linf")
+#: storage precisions of the gathered vector (the iterate and its sums are float64)
+DTYPES = ("float64", "float32")
 
 
 #: the power steps each device offers (``engine=``): the one list the backends validate
@@ -38,6 +40,22 @@ CPU_ENGINES = ("auto", "pull", "blocked")
 GPU_ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
 #: the steps of the parts of a partitioned run (one part per rank or GPU)
 PART_ENGINES = ("auto", "pull", "blocked")
+#: the tuning options (``engine_options=``) every GPU engine takes
+GPU_COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
+#: the tuning options each GPU engine takes besides the common ones (documented with its
+#: class): the one list ``make_gpu_operator``, ``engine="auto"`` and ``pagerank`` check
+GPU_ENGINE_OPTIONS = {
+    "pull": ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder"),
+    "persistent": ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder",
+                   "launch_steps"),
+    "blocked": ("part_rows", "chunk_bits"),
+    "stream": ("device_memory_limit", "chunk_edges"),
+}
+#: options only the CPU+GPU hybrid operator uses (its split of each row's in-links)
+HYBRID_ONLY_OPTIONS = ("gpu_links",)
+#: every name ``engine_options=`` may hold, on any device
+ENGINE_OPTION_NAMES = tuple(dict.fromkeys(
+    [*GPU_COMMON_OPTIONS, *(o for opts in GPU_ENGINE_OPTIONS.values() for o in opts)]))
 
 def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
                 scale: float = 1.0) -> int | None:
@@ -65,51 +83,50 @@ class StepsResult:
     converged: bool
 
 
-class PageRankOperator(ABC):
-    """The Google matrix of one graph on one device, with its fused power step.
+class Operator:
+    """One graph's Google matrix on one device: what every operator of webrank shares.
+
+    An operator owns the device copy of what its steps read and the device's array
+    module; features drive it, solvers see only it. Three kinds of work, one shape:
+
+    * :class:`PageRankOperator`: one vector (the CPU, each GPU engine, the CPU+GPU
+      hybrid, and the parts of a partitioned run,
+      :class:`webrank.distributed.operator.PartitionedOperator`);
+    * :class:`webrank.backends.batch.BatchOperator`: k vectors at once, an n×k batch
+      (personalized PageRank);
+    * :class:`webrank.backends.frontier.FrontierOperator`: the rows an edit of the graph
+      reaches (the frontier phase of an incremental update).
 
     Parameters
     ----------
-    graph : Graph
+    graph : Graph or None
+        The graph (None for an operator over parts held elsewhere; give ``n``).
     alpha : float
         Damping factor in [0, 1).
-    personalization : ndarray of float64 or None
-        Teleport distribution v (normalised, length n); None = uniform.
-    dangling : ndarray of float64 or None
-        Distribution d of the dangling nodes' rank (normalised); None = v.
     dtype : {"float32", "float64"}
-        Storage precision of the gathered vector (see module docstring).
+        Storage precision of the gathered vector (see the module docstring).
+    n : int, optional
+        Nodes, when ``graph`` is None.
     """
 
     name: str = "?"
     xp: Any = np
-    #: the steps beyond the power step this operator offers, which a solver may require
-    #: (its :class:`~webrank.solvers.SolverSpec` ``requires``): "sweep" (Gauss-Seidel,
-    #: :meth:`sweeps`), "adaptive" (:meth:`adaptive_steps`), "fixed_point"
-    #: (:meth:`fixed_steps`)
+    #: what the operator offers beyond its basic step, which a solver or feature may
+    #: :meth:`require`: "sweep" (Gauss-Seidel, :meth:`PageRankOperator.sweeps`),
+    #: "adaptive" (:meth:`PageRankOperator.adaptive_steps`), "fixed_point"
+    #: (:meth:`PageRankOperator.fixed_point`), "frontier" (the frontier steps of
+    #: :class:`~webrank.backends.frontier.FrontierOperator`)
     capabilities: frozenset[str] = frozenset()
 
-    def __init__(
-        self,
-        graph: Graph,
-        alpha: float,
-        personalization: np.ndarray | None,
-        dangling: np.ndarray | None,
-        dtype: str,
-    ) -> None:
+    def __init__(self, graph: Graph | None, alpha: float, dtype: str, *,
+                 n: int | None = None) -> None:
         self.graph = graph
-        self.n = graph.n
+        self.n = graph.n if graph is not None else int(n)
         self.alpha = float(alpha)
         self.dtype = np.dtype(dtype)
-        self.uniform_v = personalization is None
-        self.uniform_d = dangling is None and personalization is None
-        self.matvecs = 0  # Google-matrix products done so far (power steps count too)
-        #: what the backend did (engine, preprocessing), merged into the result's ``info``
-        self.info: dict[str, Any] = {}
         # float32 gathers iterate on the change x_k - x_{k-1} (see kernels.cpu.fused_step)
         self.delta_steps = self.dtype == np.float32
 
-    # -- array helpers --------------------------------------------------------------
     def asarray(self, a: Any) -> Any:
         """Move a host array to this backend (float64)."""
         return self.xp.asarray(a, dtype=np.float64)
@@ -121,6 +138,52 @@ class PageRankOperator(ABC):
     def synchronize(self) -> None:
         """Wait for queued device work (no-op on the CPU)."""
         return None
+
+    def require(self, capability: str | None, method: str) -> None:
+        """ValueError, before any work, when ``method`` needs a capability this operator
+        lacks."""
+        if capability is not None and capability not in self.capabilities:
+            offered = ", ".join(sorted(self.capabilities)) or "none"
+            raise ValueError(f"method {method!r} needs {capability!r} steps, which the "
+                             f"{self.name} backend does not offer (it offers: {offered})")
+
+
+class PageRankOperator(Operator, ABC):
+    """The Google matrix of one graph on one device, with its fused power step, for one
+    vector at a time.
+
+    Parameters
+    ----------
+    graph : Graph or None
+        None for the parts of a partitioned run (then ``n``).
+    alpha : float
+        Damping factor in [0, 1).
+    personalization : ndarray of float64 or None
+        Teleport distribution v (normalised, length n); None = uniform.
+    dangling : ndarray of float64 or None
+        Distribution d of the dangling nodes' rank (normalised); None = v.
+    dtype : {"float32", "float64"}
+        Storage precision of the gathered vector (see module docstring).
+    n : int, optional
+        Nodes, when ``graph`` is None.
+    """
+
+    def __init__(
+        self,
+        graph: Graph | None,
+        alpha: float,
+        personalization: np.ndarray | None,
+        dangling: np.ndarray | None,
+        dtype: str,
+        *,
+        n: int | None = None,
+    ) -> None:
+        super().__init__(graph, alpha, dtype, n=n)
+        self.uniform_v = personalization is None
+        self.uniform_d = dangling is None and personalization is None
+        self.matvecs = 0  # Google-matrix products done so far (power steps count too)
+        #: what the backend did (engine, preprocessing), merged into the result's ``info``
+        self.info: dict[str, Any] = {}
 
     def solving(self) -> contextlib.AbstractContextManager:
         """The context a solve runs in (:func:`webrank.pagerank` enters it around the
@@ -176,14 +239,6 @@ class PageRankOperator(ABC):
         Stops after the first step whose residual is below ``tol``. ``callback(step,
         residual)``, if given, is called as steps complete (after each batch on a GPU).
         """
-
-    def require(self, capability: str | None, method: str) -> None:
-        """ValueError, before any work, when ``method`` needs a capability this operator
-        lacks."""
-        if capability is not None and capability not in self.capabilities:
-            offered = ", ".join(sorted(self.capabilities)) or "none"
-            raise ValueError(f"method {method!r} needs {capability!r} steps, which the "
-                             f"{self.name} backend does not offer (it offers: {offered})")
 
     def sweeps(self, x0: Any, *, blocks: int, anderson: int) -> Any:
         """Gauss-Seidel sweeps from ``x0`` in ``blocks`` row blocks, Anderson-mixed with

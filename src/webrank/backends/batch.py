@@ -15,8 +15,8 @@ blocking); a batch operator owns the batch's device arrays and runs its steps (s
 * :class:`~webrank.backends.gpu_batch.GPUBatchOperator`: the fused CUDA step
   (:mod:`webrank.kernels.cuda_ppr`).
 
-:func:`webrank.backends.make_batch_operator` picks one; :func:`batch_width` sizes the
-batches.
+:func:`webrank.backends.make_batch_operator` picks one; its :meth:`BatchOperator.width`
+sizes the batches.
 """
 
 from __future__ import annotations
@@ -27,19 +27,16 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from webrank.errors import DeviceMemoryError
+from webrank.backends.base import Operator
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
 
 __all__ = ["ArrayBatchOperator", "Batch", "BatchOperator", "CPUBatchOperator",
-           "batch_width", "cpu_batch_operator"]
+           "cpu_batch_operator"]
 
 # CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
 CPU_BATCH_BYTES = 2 * 2**30
-# fraction of free GPU memory (after the graph is uploaded) a batch may use
-GPU_BATCH_FRACTION = 0.8
-MAX_GPU_BLOCK = 256  # columns per GPU block: 8 per lane of a warp (kernels.cuda_ppr)
 # None: the Numba step where Numba imports; False forces the array step on the CPU too
 # (tests run the GPU's array code path with it)
 USE_NUMBA: bool | None = None
@@ -59,27 +56,28 @@ class Batch:
     dense_v: np.ndarray | None = None  # the column of a one-column block, as a vector
 
 
-class BatchOperator:
-    """One graph on one backend: block start, step and compaction (shared logic)."""
+class BatchOperator(Operator):
+    """The Google matrix of one graph on one device, stepping an n×k batch of vectors:
+    block start, step and compaction (shared logic; each device its own step)."""
 
     kernel = "?"
+    name = "cpu"
 
     def __init__(self, graph: Graph, xp: Any, dtype: str, alpha: float,
                  shared_d: np.ndarray | None, order: str) -> None:
-        self.graph = graph
+        super().__init__(graph, alpha, dtype)
         self.xp = xp
-        self.n = graph.n
-        self.dtype = np.dtype(dtype)
-        self.alpha = float(alpha)
         self.order = order
-        self.delta_steps = self.dtype == np.float32
         self.d = None if shared_d is None else xp.asarray(shared_d)
 
-    def to_host(self, a: Any) -> np.ndarray:
-        return np.asarray(a)
-
-    def synchronize(self) -> None:
-        return None
+    def width(self, k: int, batch_size: int | None) -> int:
+        """Columns per batch of ``k`` vectors: ``batch_size``, or as many as the memory
+        budget holds (at most :data:`CPU_BATCH_BYTES` and a quarter of free RAM)."""
+        if batch_size is not None:
+            return int(min(batch_size, k))
+        budget = min(CPU_BATCH_BYTES, available_ram() // 4)
+        per_column = self.n * (2 * 8 + 2 * self.dtype.itemsize)  # x, x_out; g, g_out
+        return int(max(1, min(k, budget // per_column)))
 
     def start(self, pers: sp.csc_array) -> Batch:
         xp, n, b = self.xp, self.n, pers.shape[1]
@@ -264,29 +262,6 @@ def cpu_batch_operator(graph: Graph, dtype: str, alpha: float,
     matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
     return ArrayBatchOperator(graph, np, dtype, alpha, shared_d, matrix,
                               graph.gather_scale(), np.flatnonzero(graph.dangling_mask), "C")
-
-
-def batch_width(n: int, k: int, itemsize: int, backend: str, batch_size: int | None) -> int:
-    """Columns per batch: ``batch_size``, or as many as the memory budget holds (the
-    graph is already on the device, so free GPU memory is what the blocks may use)."""
-    # the GPU kernel takes blocks of up to MAX_GPU_BLOCK columns (8 per lane of a warp)
-    cap = k if backend != "gpu" else min(k, MAX_GPU_BLOCK)
-    if batch_size is not None:
-        return int(min(batch_size, cap))
-    if backend == "gpu":
-        import cupy as cp
-
-        free, _total = cp.cuda.runtime.memGetInfo()
-        free += cp.get_default_memory_pool().free_bytes()
-        budget = int(GPU_BATCH_FRACTION * free)
-        # x and x_out (float64), g and g_out, a long row's scratch (at most n/512 rows)
-        per_column = n * (2 * 8 + 2 * itemsize + 1)
-        if budget < per_column:
-            raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
-    else:
-        budget = min(CPU_BATCH_BYTES, available_ram() // 4)
-        per_column = n * (2 * 8 + 2 * itemsize)  # x, x_out (float64) + g, g_out
-    return int(max(1, min(cap, budget // per_column)))
 
 
 def available_ram() -> int:

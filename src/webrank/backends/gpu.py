@@ -28,7 +28,6 @@ REORDERINGS = (None, "auto", "out-degree")
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
 #: options only the pull-step engines (pull, persistent) take
-PULL_OPTIONS = ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder")
 # "auto" reorders graphs with at least this many edges: R-MAT 19 and up (H100: scale 26
 # 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
 REORDER_MIN_EDGES = 2**23
@@ -107,7 +106,22 @@ def upload_csr(graph: Graph) -> dict[str, Any]:
             "inv_out": gather_scale(out_weight, graph.is_weighted)}
 
 
-class GPUOperator(PageRankOperator):
+class OnGPU:
+    """The host side of an operator whose arrays are CuPy's: mixed in before its base
+    (:class:`GPUOperator`, :class:`~webrank.backends.gpu_batch.GPUBatchOperator`)."""
+
+    xp: Any
+
+    def to_host(self, a: Any) -> np.ndarray:
+        """Copy a device array to a NumPy array (waits for the work that writes it)."""
+        return self.xp.asnumpy(a)
+
+    def synchronize(self) -> None:
+        """Wait for the work queued on the current stream."""
+        self.xp.cuda.get_current_stream().synchronize()
+
+
+class GPUOperator(OnGPU, PageRankOperator):
     """The Google matrix on an NVIDIA GPU (see :class:`~webrank.backends.base.PageRankOperator`):
     the **pull** engine, one fused CSR kernel per step.
 
@@ -277,12 +291,6 @@ class GPUOperator(PageRankOperator):
         return out
 
     # -- operator primitives ----------------------------------------------------------
-    def to_host(self, a: Any) -> np.ndarray:
-        return self.xp.asnumpy(a)
-
-    def synchronize(self) -> None:
-        self.xp.cuda.get_current_stream().synchronize()
-
     def teleport(self) -> Any:
         return self._v
 

@@ -9,22 +9,28 @@ import numpy as np
 import scipy.sparse as sp
 
 from webrank.backends.batch import Batch, BatchOperator
+from webrank.backends.gpu import OnGPU, host_array, on_device, upload_csr
+from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels.cpu import CRITERION_CODE
 
 __all__ = ["GPUBatchOperator", "gpu_batch_operator"]
 
+# fraction of free GPU memory (after the graph is uploaded) a batch may use
+GPU_BATCH_FRACTION = 0.8
+MAX_GPU_BLOCK = 256  # columns per GPU block: 8 per lane of a warp (kernels.cuda_ppr)
 
-class GPUBatchOperator(BatchOperator):
+
+class GPUBatchOperator(OnGPU, BatchOperator):
     """GPU: the fused block step of :mod:`webrank.kernels.cuda_ppr` over a row-major block
     (one warp per row or long-row segment; index read once for all columns)."""
 
     kernel = "cuda-fused"
+    name = "gpu"
 
     def __init__(self, graph, dtype, alpha, shared_d, csr, vals) -> None:
         import cupy as cp
 
-        from webrank.backends.gpu import host_array
         from webrank.kernels import cuda_ppr
 
         super().__init__(graph, cp, dtype, alpha, shared_d, "C")
@@ -41,11 +47,22 @@ class GPUBatchOperator(BatchOperator):
         self._grid = int(min(max(1, -(-self._items["n"] // 8)), sms * 16))
         self._out: dict[tuple, tuple[Any, Any]] = {}
 
-    def to_host(self, a: Any) -> np.ndarray:
-        return self.xp.asnumpy(a)
-
-    def synchronize(self) -> None:
-        self.xp.cuda.get_current_stream().synchronize()
+    def width(self, k: int, batch_size: int | None) -> int:
+        """Columns per batch: ``batch_size`` or as many as free device memory holds (the
+        graph is already on the device), at most :data:`MAX_GPU_BLOCK` (the kernel's
+        8 columns per lane of a warp)."""
+        cap = min(k, MAX_GPU_BLOCK)
+        if batch_size is not None:
+            return int(min(batch_size, cap))
+        cp = self.xp
+        free, _total = cp.cuda.runtime.memGetInfo()
+        free += cp.get_default_memory_pool().free_bytes()
+        budget = int(GPU_BATCH_FRACTION * free)
+        # x and x_out (float64), g and g_out, a long row's scratch (at most n/512 rows)
+        per_column = self.n * (2 * 8 + 2 * self.dtype.itemsize + 1)
+        if budget < per_column:
+            raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
+        return int(max(1, min(cap, budget // per_column)))
 
     def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
         m = sp.csr_array(pers)  # rows = nodes: a row's warp adds its own entries
@@ -115,8 +132,6 @@ def gpu_batch_operator(graph: Graph, dtype: str, alpha: float, shared_d: Any
                        ) -> GPUBatchOperator:
     """The fused block step on the device CSR of the GPU backend's per-graph cache."""
     import cupy as cp
-
-    from webrank.backends.gpu import on_device, upload_csr
 
     n, m = graph.n, graph.num_edges
     isz = np.dtype(dtype).itemsize

@@ -25,14 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import GPU_ENGINES
-from webrank.backends.gpu import PULL_OPTIONS, GPUOperator, PersistentGPUOperator
-from webrank.backends.gpu_blocked import (
-    BLOCKED_OPTIONS,
-    BlockedGPUOperator,
-    blocked_device_bytes,
-)
-from webrank.backends.gpu_stream import STREAM_OPTIONS, StreamedGPUOperator
+from webrank.backends.base import GPU_COMMON_OPTIONS, GPU_ENGINE_OPTIONS, GPU_ENGINES
+from webrank.backends.gpu import GPUOperator, PersistentGPUOperator
+from webrank.backends.gpu_blocked import BlockedGPUOperator, blocked_device_bytes
+from webrank.backends.gpu_stream import StreamedGPUOperator
 
 __all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
 
@@ -40,10 +36,9 @@ ENGINES = GPU_ENGINES
 _CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
             "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator}
 #: options every engine takes (the persistent engine ignores the CUDA-graph ones)
-COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
+COMMON_OPTIONS = GPU_COMMON_OPTIONS
 #: options each engine takes besides the common ones
-ENGINE_OPTIONS = {"pull": PULL_OPTIONS, "persistent": (*PULL_OPTIONS, "launch_steps"),
-                  "blocked": BLOCKED_OPTIONS, "stream": STREAM_OPTIONS}
+ENGINE_OPTIONS = GPU_ENGINE_OPTIONS
 #: the persistent engine runs graphs whose pull working set fits in this share of L2
 PERSISTENT_L2_SHARE = 1.0
 

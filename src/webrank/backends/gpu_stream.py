@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
+from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, OnGPU, heavy_segments
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
 from webrank.kernels.cpu import kernel_criterion
 
-__all__ = ["STREAM_OPTIONS", "StreamedGPUOperator", "stream_vector_bytes"]
+__all__ = ["StreamedGPUOperator", "stream_vector_bytes"]
 
-STREAM_OPTIONS = ("device_memory_limit", "chunk_edges")
 
 
 def stream_vector_bytes(n: int, dtype: str) -> int:
@@ -38,7 +38,7 @@ def stream_vector_bytes(n: int, dtype: str) -> int:
     return int(n * (8 * 2 + 2 * item + 8 + 8 + 8 + 8 + 8))
 
 
-class StreamedGPUOperator(PageRankOperator):
+class StreamedGPUOperator(OnGPU, PageRankOperator):
     """The Google matrix on a GPU with the CSR streamed from pinned host memory.
 
     Options
@@ -67,8 +67,6 @@ class StreamedGPUOperator(PageRankOperator):
         del graph_steps, use_graph
         import cupy as cp
         import cupyx
-
-        from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
 
         if graph.on_gpu:
             raise ValueError("engine='stream' streams a graph from host memory: pass "
@@ -170,9 +168,6 @@ class StreamedGPUOperator(PageRankOperator):
                      "pin_s": self.setup_pin_s}
 
     # -- operator primitives ------------------------------------------------------------
-    def to_host(self, a: Any) -> np.ndarray:
-        return self.xp.asnumpy(a)
-
     def synchronize(self) -> None:
         self._compute.synchronize()
 

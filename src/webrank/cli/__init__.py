@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from webrank.backends.base import CPU_ENGINES, GPU_ENGINES
+from webrank.backends import CPU_ENGINES, CRITERIA, DEVICES, DTYPES, GPU_ENGINES
 from webrank.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -78,17 +78,33 @@ def cli() -> None:
     """PageRank on web-scale graphs: fast on NVIDIA GPUs, correct on any CPU."""
 
 
+class SolverOption(click.Option):
+    """``--method``: free text checked by :func:`webrank.pagerank`, whose help names the
+    registered solvers (read from :mod:`webrank.solvers` when the help is shown, so that
+    starting the CLI imports no solver)."""
+
+    @property
+    def help(self) -> str:
+        from webrank.solvers import solver_summary
+
+        return f"Solver: {solver_summary()}."
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        del value  # always the registry's
+
+
 def _rank_options(f):
     opts = [
         click.option("--alpha", default=0.85, show_default=True, help="Damping factor in [0, 1)."),
         click.option("--tol", default=1e-6, show_default=True,
                      help="Stop when ||x_k - x_{k-1}|| < tol (absolute, under --criterion)."),
         click.option("--max-iter", default=1000, show_default=True, help="Most iterations."),
-        click.option("--criterion", type=click.Choice(["l1", "l2", "linf"]), default="l1",
+        click.option("--criterion", type=click.Choice(CRITERIA), default="l1",
                      show_default=True, help="Residual norm."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+        click.option("--device", type=click.Choice(DEVICES), default="auto",
                      show_default=True, help="auto = the GPU when CuPy sees one."),
-        click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+        click.option("--dtype", type=click.Choice(DTYPES), default="float64",
                      show_default=True, help="Precision of the vector gathered along edges."),
         click.option("--engine", type=click.Choice(list(dict.fromkeys(
                          (*GPU_ENGINES, *CPU_ENGINES)))),
@@ -98,9 +114,7 @@ def _rank_options(f):
                           "stream copies row chunks from host memory (graphs larger than "
                           "the GPU's memory). CPU: pull, or blocked "
                           "(cache-sized partitions; auto for long solves)."),
-        click.option("--method", default="auto", show_default=True,
-                     help="Solver: auto, power, aitken, quadratic, adaptive, fixed, gmres, "
-                          "bicgstab, gauss-seidel (CPU), hybrid (GPU+CPU)."),
+        click.option("--method", default="auto", show_default=True, cls=SolverOption),
         click.option("--top", "top_k", type=click.IntRange(min=0), default=10,
                      show_default=True, help="How many top pages to print."),
         click.option("--json", "as_json", is_flag=True,
@@ -430,7 +444,7 @@ def compare(scores_a, reference, k, tie_tol, as_json) -> None:
 
 
 @cli.command()
-@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+@click.option("--device", type=click.Choice(DEVICES), default="auto",
               help="Kernels to compile: the CPU's, the GPU's, or both where a GPU is "
                    "usable (auto).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,

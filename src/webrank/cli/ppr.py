@@ -16,6 +16,7 @@ import time
 
 import click
 
+from webrank.backends import CRITERIA, DEVICES, DTYPES
 from webrank.cli.common import (
     EXIT_NOT_CONVERGED,
     GraphSource,
@@ -78,11 +79,11 @@ def read_seeds(path: str, graph, labels: str = "int") -> list[list]:
 @click.option("--tol", default=1e-6, show_default=True,
               help="Per seed set: stop when ||x_k - x_{k-1}|| < tol (under --criterion).")
 @click.option("--max-iter", default=1000, show_default=True, help="Most iterations.")
-@click.option("--criterion", type=click.Choice(["l1", "l2", "linf"]), default="l1",
+@click.option("--criterion", type=click.Choice(CRITERIA), default="l1",
               show_default=True, help="Residual norm.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+@click.option("--device", type=click.Choice(DEVICES), default="auto",
               show_default=True, help="auto = the GPU when CuPy sees one.")
-@click.option("--dtype", type=click.Choice(["float64", "float32"]), default="float64",
+@click.option("--dtype", type=click.Choice(DTYPES), default="float64",
               show_default=True, help="Precision of the block gathered along edges.")
 @click.option("--batch-size", type=int, default=None,
               help="Seed sets solved together (default: as many as fit in memory).")

@@ -194,15 +194,8 @@ class PartitionedOperator(PageRankOperator):
                  engine: str = "auto") -> None:
         self.comm = comm
         self.bounds = np.asarray(bounds, dtype=np.int64)
-        self.n = int(self.bounds[-1])
-        self.alpha = float(alpha)
-        self.dtype = np.dtype(dtype)
-        self.uniform_v = personalization is None
-        self.uniform_d = dangling is None and personalization is None
-        self.matvecs = 0
-        self.delta_steps = self.dtype == np.float32
-        self.graph = None
-        self.xp = np
+        super().__init__(None, alpha, personalization, dangling, dtype,
+                         n=int(self.bounds[-1]))
         self.check_every = int(check_every)
         self._v = (np.full(self.n, 1.0 / self.n) if personalization is None
                    else np.asarray(personalization, dtype=np.float64))
@@ -231,9 +224,6 @@ class PartitionedOperator(PageRankOperator):
         self._out_full: np.ndarray | None = None
 
     # -- vectors of the solvers (full length, replicated) ------------------------------
-    def asarray(self, a: Any) -> np.ndarray:
-        return np.asarray(a, dtype=np.float64)
-
     def teleport(self) -> np.ndarray:
         return self._v
 

@@ -118,6 +118,19 @@ def register(name: str, *, devices: tuple[str, ...] = ("cpu", "gpu"),
     return wrap
 
 
+def solver_summary() -> str:
+    """The registered solvers in one line, where each runs: "auto, power, ...,
+    gauss-seidel (CPU), hybrid (GPU+CPU)" (the CLI's ``--method`` help)."""
+    _load_all()
+    auto = [SPECS["auto"]] if "auto" in SPECS else []
+    words = []
+    for spec in auto + [s for s in SPECS.values() if s.name != "auto"]:
+        where = ("GPU+CPU" if spec.operator == "hybrid"
+                 else "/".join(d.upper() for d in spec.devices))
+        words.append(spec.name if where == "CPU/GPU" else f"{spec.name} ({where})")
+    return ", ".join(words)
+
+
 def solver_spec(name: str) -> SolverSpec:
     """The :class:`SolverSpec` of ``name`` (ValueError as :func:`get_solver`)."""
     get_solver(name)

@@ -158,6 +158,13 @@ def _graph(ctx: Any, label: str, spec: Any):
     return g, {"generate_s": t_gen["median"], "build_s": t_build["median"]}
 
 
+def _call_options(options: dict[str, Any]) -> dict[str, Any]:
+    """A variant's options as pagerank takes them: ``engine`` and ``engine_options``."""
+    tuning = {k: v for k, v in options.items() if k != "engine"}
+    call = {"engine": options["engine"]} if "engine" in options else {}
+    return {**call, "engine_options": tuning} if tuning else call
+
+
 def _marginal_ms(ctx: Any, g: Any, **options: Any) -> tuple[float, dict[str, Any]]:
     """Milliseconds per webrank step, setup excluded: from runs of k1 and k2 steps."""
     import webrank
@@ -165,7 +172,8 @@ def _marginal_ms(ctx: Any, g: Any, **options: Any) -> tuple[float, dict[str, Any
     def steps(k: int):
         return lambda: webrank.pagerank(g, alpha=ALPHA, tol=1e-300, max_iter=k,
                                         device="gpu", dtype="float32",
-                                        raise_on_nonconvergence=False, **options)
+                                        raise_on_nonconvergence=False,
+                                        **_call_options(options))
 
     k1 = 65
     _, t1 = ctx.time(steps(k1), device="gpu")
@@ -268,7 +276,8 @@ def _measure_variant(ctx, label, g, name, opts, params, floor_ms, ref):
 
     try:
         first = webrank.pagerank(g, alpha=ALPHA, tol=TOL, device="gpu", dtype="float32",
-                                 max_iter=500, raise_on_nonconvergence=False, **opts)
+                                 max_iter=500, raise_on_nonconvergence=False,
+                                 **_call_options(opts))
     except (ValueError, WebrankError, RuntimeError) as exc:
         ctx.skip(f"{label}: {name}", str(exc).splitlines()[0][:200])
         return None
@@ -278,7 +287,7 @@ def _measure_variant(ctx, label, g, name, opts, params, floor_ms, ref):
                floor_ms)
     r, t = ctx.time(lambda: webrank.pagerank(
         g, alpha=ALPHA, tol=TOL, device="gpu", dtype="float32", max_iter=500,
-        raise_on_nonconvergence=False, **opts), device="gpu")
+        raise_on_nonconvergence=False, **_call_options(opts)), device="gpu")
     ctx.record(f"{label}: {name} time to tol 1e-10", t, device="gpu",
                params={**params, "tol": TOL, **opts},
                metrics={"iterations": r.iterations, "residual": r.residual,

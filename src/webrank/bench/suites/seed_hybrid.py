@@ -62,7 +62,7 @@ def run(ctx: Any) -> None:
         for n_links in (N_QUICK if ctx.quick else N_FULL):
             r, t = ctx.time(lambda g=g, k=n_links: webrank.pagerank(
                 g, alpha=ALPHA, tol=TOL, device="gpu", dtype="float32", method="hybrid",
-                gpu_links=k), device="gpu")
+                engine_options={"gpu_links": k}), device="gpu")
             info = r.info
             per_step_cpu = info["cpu_seconds"] / max(info["steps"], 1)
             ctx.record(f"{name}: hybrid N={n_links}", t, device="gpu",
