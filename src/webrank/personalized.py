@@ -16,16 +16,14 @@ as networkx does with ``dangling=None``). Column c is the fixed point of
 
 Kernels. On the CPU a Numba kernel, parallel over row chunks of equal edge count, does
 the whole step in one pass over a row-major block (gather, teleport and dangling terms,
-residual and dangling mass per column): on cnr-2000 (2 cores) its SpMM alone is 2.7×
-faster than SciPy's single-threaded ``csr @ dense`` at k = 16–64, and a single NumPy
-pass over the block costs about as much as the SpMM, so fusing matters. On the GPU the
-same fused step is a CUDA kernel (:mod:`webrank.kernels.cuda_ppr`: a warp per row or
-long-row segment, lanes over columns, one synchronisation per step). The first GPU
-version, cuSPARSE SpMM through ``cupyx.scipy.sparse`` plus CuPy array operations, was
-slower than k single runs of the GPU engine (H100, web-NotreDame, tol 1e-10: k = 64
-in 1.92 s against 0.74 s). Without Numba the CPU step is ``csr @ block`` (SciPy, a
-row-major block: a column-major one costs a copy per product, 1.7× slower at k = 64)
-plus elementwise NumPy operations.
+residual and dangling mass per column): a separate NumPy pass over the block costs
+about as much as the product itself, so fusing matters. On the GPU the same fused step
+is a CUDA kernel (:mod:`webrank.kernels.cuda_ppr`: a warp per row or long-row segment,
+lanes over columns, one synchronisation per step); cuSPARSE's SpMM plus CuPy array
+operations was slower than k single runs of the GPU engine. Without Numba the CPU step
+is ``csr @ block`` (SciPy, on a row-major block: a column-major one costs a copy per
+product) plus elementwise NumPy operations. The measurements behind these choices are
+in the documentation's benchmarks page (personalized PageRank).
 
 A one-column block runs pagerank's own scalar fused kernel (the block kernel's column
 loops cost more than they share at width 1). Every column's arithmetic is the same

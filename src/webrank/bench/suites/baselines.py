@@ -69,17 +69,17 @@ def scipy_power(a: sp.csr_array, out_weight: np.ndarray, tol: float, alpha: floa
     return x, it
 
 
-def seed000_matrix(g: Any, dtype: Any = np.float64) -> Any:
+def praveen_matrix(g: Any, dtype: Any = np.float64) -> Any:
     """``P^T`` as a cupyx CSR matrix with the values ``1/out-degree`` (Praveen et al. stores
     them), in ``dtype``; ``g``'s arrays may be on the host or already on the GPU."""
     import cupy as cp
     import cupyx.scipy.sparse as csp
 
-    return csp.csr_matrix((seed000_values(g, dtype), cp.asarray(g.indices, np.int32),
+    return csp.csr_matrix((praveen_values(g, dtype), cp.asarray(g.indices, np.int32),
                            cp.asarray(g.indptr, np.int32)), shape=(g.n, g.n))
 
 
-def seed000_values(g: Any, dtype: Any) -> Any:
+def praveen_values(g: Any, dtype: Any) -> Any:
     """The per-edge values ``1/out-degree`` of ``g``'s sources, on the GPU in ``dtype``."""
     import cupy as cp
 
@@ -88,7 +88,7 @@ def seed000_values(g: Any, dtype: Any) -> Any:
     return inv[cp.asarray(g.indices)].astype(dtype)
 
 
-def seed000_step(a: Any, x: Any, alpha: float = ALPHA) -> tuple[Any, Any]:
+def praveen_step(a: Any, x: Any, alpha: float = ALPHA) -> tuple[Any, Any]:
     """One iteration of Praveen et al.'s Algorithm 2 with library calls, one launch each:
     ``y = alpha P^T x``, ``w = ||x||_1 - ||y||_1`` (dangling and teleport mass),
     ``y += w / n``; returns ``(y, ||y - x||_1)``, the residual still on the device.
@@ -106,20 +106,20 @@ def cusparse_power(g: Any, tol: float, alpha: float = ALPHA,
     """Praveen et al.'s GPU design: cuSPARSE SpMV + cuBLAS-style vector ops, L1 test each step
     (one host round trip per step, as its stopping test needs). Returns ``(x,
     iterations)`` with ``x`` a CuPy array."""
-    x, it, _res = seed000_power(seed000_matrix(g), g.n, tol, alpha, max_iter)
+    x, it, _res = praveen_power(praveen_matrix(g), g.n, tol, alpha, max_iter)
     return x, it
 
 
-def seed000_power(a: Any, n: int, tol: float, alpha: float = ALPHA,
+def praveen_power(a: Any, n: int, tol: float, alpha: float = ALPHA,
                   max_iter: int = 10000) -> tuple[Any, int, float]:
-    """:func:`seed000_step` from the uniform vector until the L1 change is below ``tol``
+    """:func:`praveen_step` from the uniform vector until the L1 change is below ``tol``
     (read every step); returns ``(x, iterations, last residual)``."""
     import cupy as cp
 
     x = cp.full(n, 1.0 / n, dtype=a.dtype)
     it, res = 0, float("inf")
     for it in range(1, max_iter + 1):  # noqa: B007 (it is returned)
-        x, r = seed000_step(a, x, alpha)
+        x, r = praveen_step(a, x, alpha)
         res = float(r)
         if res < tol:
             break

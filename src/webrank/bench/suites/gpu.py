@@ -341,12 +341,12 @@ def _record_ms(ctx, name, ms, params, info, floor_ms) -> None:
 
 # -- the baselines: Praveen et al.'s Algorithm 2 with library SpMV (webrank.bench.suites.baselines)
 def _cusparse_matrix(ctx: Any, g: Any, dtype: Any):
-    from webrank.bench.suites.baselines import seed000_matrix
+    from webrank.bench.suites.baselines import praveen_matrix
 
     if g.num_edges > np.iinfo(np.int32).max:
         ctx.skip("cuSPARSE via cupyx", "more than 2**31 edges (cupyx uses int32 indices)")
         return None
-    return seed000_matrix(g, dtype)
+    return praveen_matrix(g, dtype)
 
 
 class _TorchCSR:
@@ -365,13 +365,13 @@ class _TorchCSR:
 def _torch_matrix(ctx: Any, g: Any, dtype: Any):
     import cupy as cp
 
-    from webrank.bench.suites.baselines import seed000_values
+    from webrank.bench.suites.baselines import praveen_values
 
     torch = ctx.optional("torch", "torch.sparse baseline")
     if torch is None:
         return None
     try:
-        vals = torch.from_dlpack(seed000_values(g, dtype))
+        vals = torch.from_dlpack(praveen_values(g, dtype))
         crow = torch.from_dlpack(cp.asarray(g.indptr, np.int64))
         col = torch.from_dlpack(cp.asarray(g.indices, np.int64))
         mat = torch.sparse_csr_tensor(crow, col, vals, size=(g.n, g.n))
@@ -387,14 +387,14 @@ def _baseline_ms(ctx: Any, a: Any, g: Any) -> float:
     """Milliseconds per seed-000 iteration, queued without reading the residual."""
     import cupy as cp
 
-    from webrank.bench.suites.baselines import seed000_step
+    from webrank.bench.suites.baselines import praveen_step
 
     iters = 20 if g.num_edges > 2**27 else 200
 
     def loop():
         x = cp.full(g.n, 1.0 / g.n, dtype=a.dtype)
         for _ in range(iters):
-            x, _res = seed000_step(a, x, ALPHA)
+            x, _res = praveen_step(a, x, ALPHA)
         return x
 
     _, t = ctx.time(loop, device="gpu")
@@ -402,9 +402,9 @@ def _baseline_ms(ctx: Any, a: Any, g: Any) -> float:
 
 
 def _baseline_to_tol(a: Any, g: Any, max_iter: int = 1000) -> tuple[int, float]:
-    from webrank.bench.suites.baselines import seed000_power
+    from webrank.bench.suites.baselines import praveen_power
 
-    _x, its, res = seed000_power(a, g.n, TOL, ALPHA, max_iter)
+    _x, its, res = praveen_power(a, g.n, TOL, ALPHA, max_iter)
     return its, res
 
 
