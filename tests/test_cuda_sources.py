@@ -107,31 +107,43 @@ def test_every_launch_names_every_parameter_of_its_kernel():
     calls = 0
     for path in Path(webrank.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text())
-        common = {}  # dict(...) literals named in the file (the adaptive launches share one)
-        bound = {}  # self._x = RECORD.bind(...): attribute -> (record, names bound)
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
-                continue
+        common = {}  # dict(...) and {...} named in the file (a run's or a step's arguments)
+        bound = {}  # x = RECORD.bind(...) or self._x = ...: name -> (record, names bound)
+
+        def names_of(keywords, common=common):
+            given = set()
+            for k in keywords:
+                given |= ({k.arg} if k.arg else
+                          expansions.get(ast.unparse(k.value))
+                          or common[ast.unparse(k.value)])
+            return given
+
+        def name_of(node):
+            return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+
+        assigns = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                          and isinstance(n.value, ast.Call | ast.Dict)),
+                         key=lambda n: n.lineno)
+        for node in assigns:
             call, target = node.value, node.targets[0]
-            if getattr(call.func, "id", None) == "dict":
-                common[target.id] = {k.arg for k in call.keywords}
+            if isinstance(call, ast.Dict):  # {"step0": ..., ...}
+                if all(isinstance(k, ast.Constant) for k in call.keys):
+                    common[name_of(target)] = {k.value for k in call.keys}
+            elif getattr(call.func, "id", None) == "dict":
+                common[target.id] = names_of(call.keywords)
             elif (getattr(call.func, "attr", None) == "bind"
-                  and getattr(call.func.value, "attr", None) in records):
-                bound[target.attr] = (call.func.value.attr, {k.arg for k in call.keywords})
+                  and name_of(call.func.value) in records):
+                bound[name_of(target)] = (name_of(call.func.value), names_of(call.keywords))
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "pack"
-                    and isinstance(node.func.value, ast.Attribute)):
+                    and node.func.attr == "pack"):
                 continue
-            record, given = node.func.value.attr, set()
+            record, given = name_of(node.func.value), set()
             if record in bound:
                 record, given = bound[record][0], set(bound[record][1])
             if record not in records:
                 continue
-            for k in node.keywords:
-                given |= ({k.arg} if k.arg else
-                          expansions.get(ast.unparse(k.value))
-                          or common[ast.unparse(k.value)])
+            given |= names_of(node.keywords)
             assert given == set(records[record].names), (path.name, node.lineno)
             calls += 1
     assert calls >= 18

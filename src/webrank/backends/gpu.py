@@ -460,22 +460,22 @@ class GPUOperator(OnGPU, PageRankOperator):
             light_grid = int(min(max(1, -(-n_light // (BLOCK // self._group))), sms * 16))
             heavy_grid = int(min(max(1, n_heavy), sms * 8))
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
+            # what stays the same through the call, bound once: a step names six arguments
+            run = dict(n=self.n, indptr=g["indptr"], indices=g["indices"], vals=self._vals,
+                       v=self._v, d=self._d, uniform_v=self.uniform_v,
+                       uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
+                       theta=theta, calm=calm, crit=crit, tol_cmp=tol_cmp)
+            block_args = cuda_adaptive.BLOCK_ROWS.bind(nrows=n_heavy, rows=heavy_rows, **run)
+            light_args = cuda_adaptive.ROWS.bind(nrows=n_light, rows=light_rows, **run)
             for s in range(1, steps + 1):
                 (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
-                common = dict(n=self.n, indptr=g["indptr"], indices=g["indices"],
-                              vals=self._vals, xs=xs_in, x=x_in, v=self._v, d=self._d,
-                              uniform_v=self.uniform_v, uniform_d=self.uniform_d,
-                              inv_out=self._inv_out, alpha=self.alpha, theta=theta,
-                              calm=calm, acc_prev=acc[s - 1], acc_out=acc[s], crit=crit,
-                              tol_cmp=tol_cmp, x_out=x_out, xs_out=xs_out)
+                step = dict(xs=xs_in, x=x_in, acc_prev=acc[s - 1], acc_out=acc[s],
+                            x_out=x_out, xs_out=xs_out)
                 if n_heavy:
                     block_kernel((heavy_grid,), (cuda_adaptive.BLOCK,),
-                                 cuda_adaptive.BLOCK_ROWS.pack(nrows=n_heavy, rows=heavy_rows,
-                                                               **common))
+                                 block_args.pack(**step))
                 if n_light:
-                    light_kernel((light_grid,), (BLOCK,),
-                                 cuda_adaptive.ROWS.pack(nrows=n_light, rows=light_rows,
-                                                         **common))
+                    light_kernel((light_grid,), (BLOCK,), light_args.pack(**step))
             res = cp.asnumpy(acc[1:, 0])  # the one sync of the call
         below = np.flatnonzero(res < tol_cmp)
         done = int(below[0]) + 1 if below.size else steps
@@ -531,27 +531,30 @@ class GPUOperator(OnGPU, PageRankOperator):
             dm_hist = cp.zeros(max_steps + 1, dtype=np.uint64)
             dm_hist[0] = x_cur[g["dangling"]].sum()
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
+            # the Google matrix and the run's constants, bound once
+            heavy_args = cuda_fixed.HEAVY.bind(
+                nseg=nseg, seg_row=heavy["seg_row"], seg_begin=heavy["begin"],
+                seg_end=heavy["end"], indices=g["indices"], vals=vals, heavy_sum=heavy_sum,
+                tol_cmp=tol_cmp, calm=mask, patience=patience)
+            step_args = cuda_fixed.STEP.bind(
+                n=n, indptr=g["indptr"], indices=g["indices"], vals=vals,
+                node_scale=matrix.node_scale, tele=matrix.tele,
+                uniform_t=int(matrix.tele.size) == 1, dist=dist_k,
+                uniform_d=int(matrix.dist.size) == 0, alpha_q=matrix.alpha_q, crit=crit,
+                tol_cmp=tol_cmp, heavy_threshold=threshold, heavy_sum=heavy_sum, calm=mask,
+                theta=theta, patience=patience)
             done, stop = 0, None
             while stop is None and done < max_steps:
                 last = min(done + self.check_every, max_steps)
                 for s in range(done + 1, last + 1):
                     (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
                     if n_heavy:
-                        heavy_kernel((heavy_grid,), (BLOCK,), cuda_fixed.HEAVY.pack(
-                            nseg=nseg, seg_row=heavy["seg_row"], seg_begin=heavy["begin"],
-                            seg_end=heavy["end"], indices=g["indices"], vals=vals, xs=xs_in,
-                            x=x_in, heavy_sum=heavy_sum, res_prev=res_hist[s - 1 : s],
-                            tol_cmp=tol_cmp, calm=mask, patience=patience))
-                    step_kernel((self._grid,), (BLOCK,), cuda_fixed.STEP.pack(
-                        n=n, indptr=g["indptr"], indices=g["indices"], vals=vals, xs=xs_in,
-                        x=x_in, node_scale=matrix.node_scale, tele=matrix.tele,
-                        uniform_t=int(matrix.tele.size) == 1, dist=dist_k,
-                        uniform_d=int(matrix.dist.size) == 0, alpha_q=matrix.alpha_q,
-                        res_prev=res_hist[s - 1 : s], dm_prev=dm_hist[s - 1 : s],
-                        res_out=res_hist[s : s + 1], dm_out=dm_hist[s : s + 1], crit=crit,
-                        tol_cmp=tol_cmp, x_out=x_out, xs_out=xs_out,
-                        heavy_threshold=threshold, heavy_sum=heavy_sum, calm=mask,
-                        theta=theta, patience=patience))
+                        heavy_kernel((heavy_grid,), (BLOCK,), heavy_args.pack(
+                            xs=xs_in, x=x_in, res_prev=res_hist[s - 1 : s]))
+                    step_kernel((self._grid,), (BLOCK,), step_args.pack(
+                        xs=xs_in, x=x_in, res_prev=res_hist[s - 1 : s],
+                        dm_prev=dm_hist[s - 1 : s], res_out=res_hist[s : s + 1],
+                        dm_out=dm_hist[s : s + 1], x_out=x_out, xs_out=xs_out))
                 res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
                 stop = first_below(res, done + 1, tol_cmp, crit, callback, ulp)
                 done = last

@@ -154,29 +154,36 @@ class BlockedStep:
         self.gather.max_dynamic_shared_size_bytes = self.gather_smem
         self.scatter_grid = int(max(1, min(layout.num_tiles, 2 * sms)))
 
-    def launch(self, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
-               x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
-               inv_out: Any, alpha: float, inv_n: float, crit: int, tol_cmp: float,
-               skip: dict[str, Any]) -> None:
-        """Queue the scatter and the gather of one step on the current stream. ``x_in``,
-        ``x_out``, ``v``, ``d`` and ``inv_out`` are indexed by the layout's rows, ``xs_out``
-        too (a view of the full vector at the first row); ``skip`` holds ``chunk`` (the
-        replay counter), ``step0``, ``chunk_len`` and ``max_steps``, see
-        ``wr_skip_step``."""
+    def bind(self, *, v: Any, d: Any, uniform_v: bool, uniform_d: bool, inv_out: Any,
+             alpha: float, inv_n: float, crit: int, tol_cmp: float, chunk: Any) -> None:
+        """Fix a run's constants (the layout, the Google matrix's vectors, the stopping
+        test, the replay counter ``chunk``) for the :meth:`launch` calls that follow.
+        ``v``, ``d`` and ``inv_out`` are indexed by the layout's rows."""
         L = self.layout
         vals = L.vals if L.vals is not None else self.dummy_vals
-        self.scatter((self.scatter_grid,), (kb.BLOCK,), kb.SCATTER.pack(
+        self._scatter_args = kb.SCATTER.bind(
             ntiles=L.num_tiles, tile_ptr=L.tile_ptr, tile_chunk=L.tile_chunk,
             chunk_bits=L.plan.chunk_bits, n_src=self.n_src, src_local=L.src_local, vals=vals,
-            xs=xs_in, msg=self.msg, acc_prev=acc_prev, tol_cmp=tol_cmp, **skip),
-            shared_mem=self.scatter_smem)
-        self.gather((max(L.num_parts, 1),), (kb.BLOCK,), kb.GATHER.pack(
+            msg=self.msg, tol_cmp=tol_cmp, chunk=chunk)
+        self._gather_args = kb.GATHER.bind(
             P=L.num_parts, C=L.num_chunks, part_order=L.part_order, part_ptr=self.part_ptr,
-            part_blocks=self.part_blocks, dst_local=L.dst_local, msg=self.msg, x=x_in, v=v,
-            d=d, uniform_v=uniform_v, uniform_d=uniform_d, inv_out=inv_out, alpha=alpha,
-            inv_n=inv_n, x_offset=0, acc_prev=acc_prev, acc_out=acc_out, crit=crit,
-            tol_cmp=tol_cmp, mode=mode, x_out=x_out, xs_out=xs_out, **skip),
-            shared_mem=self.gather_smem)
+            part_blocks=self.part_blocks, dst_local=L.dst_local, msg=self.msg, v=v, d=d,
+            uniform_v=uniform_v, uniform_d=uniform_d, inv_out=inv_out, alpha=alpha,
+            inv_n=inv_n, x_offset=0, crit=crit, tol_cmp=tol_cmp, chunk=chunk)
+
+    def launch(self, *, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
+               x_out: Any, xs_out: Any, step0: int, chunk_len: int, max_steps: int) -> None:
+        """Queue the scatter and the gather of one step on the current stream, with the
+        constants of the last :meth:`bind`. ``x_in`` and ``x_out`` are indexed by the
+        layout's rows, ``xs_out`` too (a view of the full vector at the first row);
+        ``step0``, ``chunk_len`` and ``max_steps`` place the step in a replayed window
+        (see ``wr_skip_step``)."""
+        window = {"step0": step0, "chunk_len": chunk_len, "max_steps": max_steps}
+        self.scatter((self.scatter_grid,), (kb.BLOCK,), self._scatter_args.pack(
+            xs=xs_in, acc_prev=acc_prev, **window), shared_mem=self.scatter_smem)
+        self.gather((max(self.layout.num_parts, 1),), (kb.BLOCK,), self._gather_args.pack(
+            x=x_in, acc_prev=acc_prev, acc_out=acc_out, mode=mode, x_out=x_out,
+            xs_out=xs_out, **window), shared_mem=self.gather_smem)
 
 
 def blocked_step_of(csr: dict[str, Any], vals: Any, n_src: int, dtype: np.dtype, sms: int,
@@ -262,7 +269,12 @@ class BlockedGPUOperator(GPUOperator):
         })
 
     def _begin_steps(self) -> None:
-        """Nothing to reset: the kernels and buffers are made in :meth:`prepare_steps`."""
+        """Bind the run's constants to the step (the kernels and buffers are made in
+        :meth:`prepare_steps`)."""
+        self._blocked.bind(v=self._v, d=self._d, uniform_v=self.uniform_v,
+                           uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
+                           inv_n=1.0 / self.n, crit=self._crit, tol_cmp=self._tol_cmp,
+                           chunk=self._chunk)
 
     def _ensure_pull(self) -> None:
         """The pull engine's state, for the methods that only it implements (adaptive,
@@ -281,8 +293,6 @@ class BlockedGPUOperator(GPUOperator):
     # -- one step: scatter, then gather and finish -------------------------------------
     def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0, chunk_len,
               max_steps):
-        self._blocked.launch(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, self._v,
-                             self._d, self.uniform_v, self.uniform_d, self._inv_out,
-                             self.alpha, 1.0 / self.n, self._crit, self._tol_cmp,
-                             {"chunk": self._chunk, "step0": step0, "chunk_len": chunk_len,
-                              "max_steps": max_steps})
+        self._blocked.launch(xs_in=xs_in, x_in=x_in, acc_prev=row_in, acc_out=row_out,
+                             mode=mode, x_out=x_out, xs_out=xs_out, step0=step0,
+                             chunk_len=chunk_len, max_steps=max_steps)

@@ -135,29 +135,44 @@ class _DevicePart:
                     {"indptr": self.indptr, "indices": self.indices},
                     self.vals if self.weighted else None, part.n, np.dtype(dtype), sms)
 
-    def launch(self, n: int, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
-               x_out: Any, xs_out: Any, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
-               alpha: float, crit: int, tol_cmp: float) -> None:
-        """Queue one step of this part on its device's stream."""
+    def bind(self, *, n: int, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
+             alpha: float, crit: int, tol_cmp: float) -> None:
+        """Fix a run's constants for the :meth:`launch` calls that follow (``v`` and
+        ``d``: this part's rows; ``n``: the whole graph's nodes)."""
         # (no replay counter: every queued step runs)
-        skip = {"chunk": self.no_chunk, "step0": 0, "chunk_len": 0, "max_steps": 1}
+        self.heavy_sum.fill(0)
         if self.blocked is not None:
-            self.blocked.launch(xs_in, x_in, acc_prev, acc_out, mode, x_out, xs_out, v, d,
-                                uniform_v, uniform_d, self.inv_out, alpha, 1.0 / n, crit,
-                                tol_cmp, skip)
+            self.blocked.bind(v=v, d=d, uniform_v=uniform_v, uniform_d=uniform_d,
+                              inv_out=self.inv_out, alpha=alpha, inv_n=1.0 / n, crit=crit,
+                              tol_cmp=tol_cmp, chunk=self.no_chunk)
+            return
+        self.heavy_args = cuda.HEAVY_ROWS.bind(
+            nseg=self.nseg, seg_row=self.heavy["seg_row"], seg_begin=self.heavy["begin"],
+            seg_end=self.heavy["end"], indices=self.indices, vals=self.vals,
+            heavy_sum=self.heavy_sum, tol_cmp=tol_cmp, chunk=self.no_chunk, step0=0,
+            chunk_len=0, max_steps=1)
+        self.fused_args = cuda.FUSED_STEP.bind(
+            n=self.r1 - self.r0, indptr=self.indptr, indices=self.indices, vals=self.vals,
+            v=v, d=d, uniform_v=uniform_v, uniform_d=uniform_d, inv_out=self.inv_out,
+            alpha=alpha, inv_n=1.0 / n, crit=crit, tol_cmp=tol_cmp, chunk=self.no_chunk,
+            step0=0, chunk_len=0, max_steps=1, heavy_threshold=self.threshold,
+            heavy_sum=self.heavy_sum, permuted=0, xs_pos=self.xs_pos)
+
+    def launch(self, *, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
+               x_out: Any, xs_out: Any) -> None:
+        """Queue one step of this part on its device's stream (constants of the last
+        :meth:`bind`)."""
+        if self.blocked is not None:
+            self.blocked.launch(xs_in=xs_in, x_in=x_in, acc_prev=acc_prev, acc_out=acc_out,
+                                mode=mode, x_out=x_out, xs_out=xs_out, step0=0,
+                                chunk_len=0, max_steps=1)
             return
         if self.nseg:
-            self.heavy_kernel((self.heavy_grid,), (self.block,), cuda.HEAVY_ROWS.pack(
-                nseg=self.nseg, seg_row=self.heavy["seg_row"], seg_begin=self.heavy["begin"],
-                seg_end=self.heavy["end"], indices=self.indices, vals=self.vals, xs=xs_in,
-                heavy_sum=self.heavy_sum, acc_prev=acc_prev, tol_cmp=tol_cmp, **skip))
-        self.fused((self.grid,), (self.block,), cuda.FUSED_STEP.pack(
-            n=self.r1 - self.r0, indptr=self.indptr, indices=self.indices, vals=self.vals,
-            xs=xs_in, x=x_in, v=v, d=d, uniform_v=uniform_v, uniform_d=uniform_d,
-            inv_out=self.inv_out, alpha=alpha, inv_n=1.0 / n, acc_prev=acc_prev,
-            acc_out=acc_out, crit=crit, tol_cmp=tol_cmp, mode=mode, x_out=x_out,
-            xs_out=xs_out, **skip, heavy_threshold=self.threshold, heavy_sum=self.heavy_sum,
-            permuted=0, xs_pos=self.xs_pos))
+            self.heavy_kernel((self.heavy_grid,), (self.block,), self.heavy_args.pack(
+                xs=xs_in, acc_prev=acc_prev))
+        self.fused((self.grid,), (self.block,), self.fused_args.pack(
+            xs=xs_in, x=x_in, acc_prev=acc_prev, acc_out=acc_out, mode=mode, x_out=x_out,
+            xs_out=xs_out))
 
 
 class PartitionedOperator(PageRankOperator):
@@ -384,9 +399,9 @@ class PartitionedOperator(PageRankOperator):
                 hist[0, 3] = cp.abs(xa).sum()
                 v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
                 d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
-                h.heavy_sum.fill(0)
-                state.append({"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist,
-                              "v": v, "d": d})
+                h.bind(n=n, v=v, d=d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
+                       alpha=self.alpha, crit=crit, tol_cmp=tol_cmp)
+                state.append({"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist})
         comm.allreduce([s["hist"][0, 1:] for s in state], "sum")
         for h, s in zip(homes, state, strict=True):
             with cp.cuda.Device(h.device), h.stream:
@@ -403,9 +418,9 @@ class PartitionedOperator(PageRankOperator):
                 for h, s in zip(homes, state, strict=True):
                     with cp.cuda.Device(h.device), h.stream:
                         hist = s["hist"]
-                        h.launch(n, s["xs"][i], s["x"][i], hist[step - 1], hist[step], mode,
-                                 s["x"][o], s["xs"][o][h.r0:h.r1], s["v"], s["d"],
-                                 self.uniform_v, self.uniform_d, self.alpha, crit, tol_cmp)
+                        h.launch(xs_in=s["xs"][i], x_in=s["x"][i], acc_prev=hist[step - 1],
+                                 acc_out=hist[step], mode=mode, x_out=s["x"][o],
+                                 xs_out=s["xs"][o][h.r0:h.r1])
                 if crit == 2:
                     comm.allreduce([s["hist"][step, 0:1] for s in state], "max")
                     comm.allreduce([s["hist"][step, 1:] for s in state], "sum")
