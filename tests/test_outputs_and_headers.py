@@ -235,3 +235,20 @@ def test_warmup_runs_its_kernel_groups_in_fresh_processes(monkeypatch):
     assert "unknown warm-up task" in results["no-such-group"]["error"]
     with pytest.raises(ValueError, match="devices"):
         warm.fill_caches(("tpu",))
+
+
+def test_warmup_tasks_take_the_parallel_paths_on_small_inputs(monkeypatch):
+    """A warm-up task lowers every size threshold in its own process (module settings,
+    not the environment), so that its few thousand links compile the parallel reader,
+    build and kernels that large inputs take."""
+    import webrank.warmup as warm
+    from webrank import build
+    from webrank.io import edgelist
+    from webrank.kernels import cpu
+
+    for module, name in ((build, "PARALLEL_BUILD_EDGES"), (edgelist, "PARALLEL_PARSE_BYTES"),
+                         (cpu, "SMALL_GRAPH_EDGES")):
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
+    warm._lower_thresholds()
+    assert build.PARALLEL_BUILD_EDGES == 1 and edgelist.PARALLEL_PARSE_BYTES == 1
+    assert cpu.use_numba(1000) == (cpu.numba_kernels() is not None)

@@ -13,7 +13,6 @@ once after ``pip install`` (in a container image's build step, say).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -68,10 +67,8 @@ def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = No
     with tempfile.TemporaryDirectory(prefix="webrank-warmup-") as tmp:
         def run(task: str) -> None:
             t0 = time.perf_counter()
-            # small graphs take the parallel CPU kernels (read when they are imported)
-            env = {**os.environ, "WEBRANK_SMALL_GRAPH_EDGES": "0"}
             p = subprocess.run([sys.executable, "-m", "webrank.warmup", task, tmp],
-                               capture_output=True, text=True, env=env)
+                               capture_output=True, text=True)
             seconds = time.perf_counter() - t0
             ok = p.returncode == 0
             results[task] = {"seconds": seconds, "ok": ok,
@@ -85,13 +82,15 @@ def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = No
 
 
 def _lower_thresholds() -> None:
-    """Let small files and edge lists take the parallel reader and build (this process
-    only; the solvers' threshold comes from ``WEBRANK_SMALL_GRAPH_EDGES``)."""
+    """Let small files, edge lists and graphs take the parallel reader, build and
+    kernels (this process only), so that a few thousand links compile them all."""
     from webrank import build
     from webrank.io import edgelist
+    from webrank.kernels import cpu
 
     build.PARALLEL_BUILD_EDGES = 1
     edgelist.PARALLEL_PARSE_BYTES = 1
+    cpu.SMALL_GRAPH_EDGES = 0
 
 
 def _graphs() -> tuple[Any, Any]:
@@ -121,9 +120,11 @@ def _task(name: str, folder: Path) -> None:
             lines = [f"{a}\t{b}" + ("\t1.5" if weighted else "")
                      for a, b in zip(src.tolist(), dst.tolist(), strict=True)]
             path.write_text(("src\tdst\n" if header else "") + "\n".join(lines) + "\n")
-            webrank.pagerank(webrank.load(path, device=device), device=device, tol=tol)
+            host = webrank.load(path)
+            graph = host if device == "cpu" else webrank.load(path, device=device)
+            webrank.pagerank(graph, device=device, tol=tol)
             cache = path.with_suffix(".npz")  # (read for the GPU: checked there)
-            webrank.save_graph(webrank.load(path), cache)
+            webrank.save_graph(host, cache)
             webrank.pagerank(webrank.load(cache, device=device), device=device, tol=tol)
     elif name in ("power", "power-float32"):
         dtype = "float32" if name == "power-float32" else "float64"
