@@ -13,6 +13,9 @@
 #   e2e      `webrank bench e2e` (WEBRANK_E2E_SCALES, default "20 22"), both devices
 #   probe    which CuPy operation first loads cupyx (and with it SciPy)
 #   tests    the gpu-marked tests ($TESTS_PATH, default tests/)
+#   ab       `webrank bench gpu` ($AB_ARGS, default --quick --repeats 5) with the tree in
+#            .device_old/ and this one, alternated as $AB_RUNS says ("old1 new1 old2 new2");
+#            benchmarks/ab_compare.py tabulates them
 #   SCALE=23 STEPS="rmat profile" bash benchmarks/device_pipeline.sh
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
@@ -168,7 +171,8 @@ if want ab; then
     name=$run; tree=$( [ "${run%[0-9]}" = new ] && echo . || echo .device_old )
     [ -d "$tree/src" ] || continue
     PYTHONPATH=$tree/src:${PYTHONPATH#src:} timeout ${AB_S:-150} python3 -m webrank bench gpu \
-      --quick --device gpu --repeats 5 --out "$OUT/bench_gpu_$name" > "$OUT/bench_gpu_$name.log" 2>&1
+      ${AB_ARGS:---quick --repeats 5} --device gpu --out "$OUT/bench_gpu_$name" \
+      > "$OUT/bench_gpu_$name.log" 2>&1
     echo "== bench gpu ($name) exit $?"
   done
   tar -czf "$OUT/bench_gpu_ab.tar.gz" -C "$OUT" $(cd "$OUT" && ls -d bench_gpu_*/ 2>/dev/null) \

@@ -1,0 +1,79 @@
+"""Before/after table of two source trees' ``webrank bench`` runs on one machine.
+
+    python benchmarks/ab_compare.py OUT.md RUN_DIR [RUN_DIR ...]
+
+Each RUN_DIR holds a ``results.json`` and is named ``..._old<k>`` or ``..._new<k>`` (as
+``STEPS=ab bash benchmarks/device_pipeline.sh`` writes them, alternating the trees). For
+every measurement both trees made: the median over each tree's runs of the per-run
+median, their ratio new/old, and the spread of each tree between its own runs (max/min
+of its run medians): a ratio inside the spread is noise. Renamed measurements are
+matched through ``RENAMED``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+#: measurement names that changed between the trees (old text -> new text)
+RENAMED = {"(seed 000 design)": "(Praveen et al. design)"}
+
+
+def load(run: Path) -> dict[str, float]:
+    data = json.loads((run / "results.json").read_text())
+    out = {}
+    for m in data["measurements"]:
+        name = m["name"]
+        for old, new in RENAMED.items():
+            name = name.replace(old, new)
+        if m.get("median") is not None:
+            out[name] = float(m["median"])
+    return out
+
+
+def main(out: Path, runs: list[Path]) -> None:
+    by_tree: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    env = {}
+    for run in runs:
+        tree = re.search(r"(old|new)\d*$", run.name)
+        if tree is None:
+            raise SystemExit(f"{run}: the folder name must end in old<k> or new<k>")
+        by_tree[tree.group(1)].append(load(run))
+        env = json.loads((run / "results.json").read_text())["environment"]
+    names = [n for n in by_tree["old"][0]
+             if all(n in r for t in by_tree.values() for r in t)]
+    gpu = env.get("gpu")
+    lines = [f"GPU: {gpu.get('name') if isinstance(gpu, dict) else gpu}; runs: "
+             + ", ".join(r.name for r in runs), "",
+             "| measurement | old | new | new/old | old spread | new spread |",
+             "|---|---|---|---|---|---|"]
+    rows = []
+    for name in names:
+        old = [r[name] for r in by_tree["old"]]
+        new = [r[name] for r in by_tree["new"]]
+        mo, mn = statistics.median(old), statistics.median(new)
+        if mo <= 0:
+            continue
+        spread = lambda v: max(v) / min(v) if min(v) > 0 else float("nan")  # noqa: E731
+        rows.append({"name": name, "old": mo, "new": mn, "ratio": mn / mo,
+                     "old_spread": spread(old), "new_spread": spread(new)})
+        lines.append(f"| {name} | {mo:.4g} | {mn:.4g} | {mn / mo:.3f} | "
+                     f"{spread(old):.3f} | {spread(new):.3f} |")
+    ratios = [r["ratio"] for r in rows]
+    if ratios:
+        mid = statistics.median(ratios)
+        lines += ["", f"{len(ratios)} measurements; new/old median {mid:.3f}, "
+                  f"range {min(ratios):.3f}-{max(ratios):.3f}"]
+    out.write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps({"runs": [r.name for r in runs],
+                                                    "rows": rows}, indent=1))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    main(Path(sys.argv[1]), [Path(a) for a in sys.argv[2:]])
