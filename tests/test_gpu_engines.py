@@ -100,7 +100,8 @@ def test_new_engines_every_criterion_and_exact_step_counts(rng, engine, criterio
     # max_iter stops at exactly that step, through graph replays / launches of any size
     for opts in ({}, {"graph_steps": 4} if engine == "blocked" else {"launch_steps": 7}):
         r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-300, max_iter=75,
-                             criterion=criterion, raise_on_nonconvergence=False, **opts)
+                             criterion=criterion, raise_on_nonconvergence=False,
+                             engine_options=opts)
         assert r.iterations == 75 and r.residuals.size == 75 and not r.converged
     seen = []
     r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10, criterion=criterion,

@@ -260,8 +260,10 @@ def test_real_datasets_gauss_seidel_anderson(real_graphs, name, alpha):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gpu_graph_replay_matches_plain_launches(dtype):
     g = random_graph(5, 20000, 200000, weighted=False, isolated=3)
-    a = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, use_graph=True)
-    b = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype, use_graph=False)
+    a = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype,
+                         engine_options={"use_graph": True})
+    b = webrank.pagerank(g, tol=1e-11, device="gpu", dtype=dtype,
+                         engine_options={"use_graph": False})
     assert a.iterations == b.iterations
     np.testing.assert_allclose(a.residuals, b.residuals, rtol=1e-6, atol=1e-15)
     assert np.abs(a.scores - b.scores).sum() < 1e-12
