@@ -2,8 +2,9 @@
 
     python benchmarks/ab_compare.py OUT.md RUN_DIR [RUN_DIR ...]
 
-Each RUN_DIR holds a ``results.json`` and is named ``..._old<k>`` or ``..._new<k>`` (as
-``STEPS=ab bash benchmarks/device_pipeline.sh`` writes them, alternating the trees). For
+Each RUN_DIR holds a ``results.json`` (or is a script's JSON file, ``benchmarks/
+cpu_engines.py --out``) and is named ``..._old<k>`` or ``..._new<k>`` (as ``STEPS=ab bash
+benchmarks/device_pipeline.sh`` writes them, alternating the trees). For
 every measurement both trees made: the median over each tree's runs of the per-run
 median, their ratio new/old, and the spread of each tree between its own runs (max/min
 of its run medians): a ratio inside the spread is noise. Renamed measurements are
@@ -22,15 +23,36 @@ from pathlib import Path
 RENAMED = {"(seed 000 design)": "(Praveen et al. design)"}
 
 
+def results_file(run: Path) -> Path:
+    """A run's JSON: ``RUN/results.json`` (``webrank bench``) or the file ``RUN`` itself
+    (a script's JSON, ``benchmarks/cpu_engines.py --out RUN``)."""
+    return run / "results.json" if run.is_dir() else run
+
+
 def load(run: Path) -> dict[str, float]:
-    data = json.loads((run / "results.json").read_text())
-    out = {}
-    for m in data["measurements"]:
-        name = m["name"]
-        for old, new in RENAMED.items():
-            name = name.replace(old, new)
-        if m.get("median") is not None:
-            out[name] = float(m["median"])
+    """Measurement name -> median: ``webrank bench``'s measurements, or every object with
+    a ``median`` in a script's JSON, named by its path (``cnr-2000/pull/ms_per_step``)."""
+    data = json.loads(results_file(run).read_text())
+    out: dict[str, float] = {}
+    if "measurements" in data:
+        for m in data["measurements"]:
+            name = m["name"]
+            for old, new in RENAMED.items():
+                name = name.replace(old, new)
+            if m.get("median") is not None:
+                out[name] = float(m["median"])
+        return out
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("median"), int | float):
+                out[path] = float(node["median"])
+                return
+            for key, value in node.items():
+                if key != "environment":
+                    walk(value, f"{path}/{key}" if path else str(key))
+
+    walk(data, "")
     return out
 
 
@@ -38,15 +60,16 @@ def main(out: Path, runs: list[Path]) -> None:
     by_tree: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
     env = {}
     for run in runs:
-        tree = re.search(r"(old|new)\d*$", run.name)
+        tree = re.search(r"(old|new)\d*$", run.stem)
         if tree is None:
             raise SystemExit(f"{run}: the folder name must end in old<k> or new<k>")
         by_tree[tree.group(1)].append(load(run))
-        env = json.loads((run / "results.json").read_text())["environment"]
+        env = json.loads(results_file(run).read_text()).get("environment", {})
     names = [n for n in by_tree["old"][0]
              if all(n in r for t in by_tree.values() for r in t)]
     gpu = env.get("gpu")
-    lines = [f"GPU: {gpu.get('name') if isinstance(gpu, dict) else gpu}; runs: "
+    machine = env.get("cpu") or env.get("machine") or env.get("platform")
+    lines = [f"GPU: {gpu.get('name') if isinstance(gpu, dict) else gpu}; CPU: {machine}; runs: "
              + ", ".join(r.name for r in runs), "",
              "| measurement | old | new | new/old | old spread | new spread |",
              "|---|---|---|---|---|---|"]

@@ -189,6 +189,8 @@ def test_public_api_exports_every_returned_type_and_a_generator_function():
     assert isinstance(pp, webrank.PersonalizedPageRankResult)
     assert isinstance(webrank.compare(r.scores, r.scores), webrank.RankComparison)
     assert isinstance(webrank.ReadOptions(), webrank.ReadOptions)
+    bundled = webrank.load_dataset()
+    assert isinstance(bundled, webrank.Graph) and bundled.num_edges == 1_497_134
     for name in webrank.__all__:
         assert getattr(webrank, name) is not None, name
 

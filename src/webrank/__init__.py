@@ -40,6 +40,7 @@ _LAZY = {
     "ReadOptions": "webrank.io.options",
     "compare": "webrank.metrics",
     "generate_graph": "webrank.generate",
+    "load_dataset": "webrank.datasets",
     "gpu_available": "webrank.backends",
     "datasets": "webrank.datasets",
     "generate": "webrank.generate",
