@@ -41,7 +41,7 @@ API decisions
 
 The new graph is spliced, not rebuilt: the removed in-links are located by binary search
 within their CSR rows, deleted, and the added ones inserted at their sorted places
-(``np.delete`` / ``np.insert``, a few memory copies of the edge arrays, ~10x cheaper
+(``np.delete`` / ``np.insert``, a few memory copies of the edge arrays, far cheaper
 than :meth:`Graph.from_edges` on the whole edge list). The out-link CSR the frontier needs
 is cached on the graph and spliced the same way, so a chain of updates never transposes
 the graph again (the first update of a graph builds it once, one O(m) transposition).
@@ -79,21 +79,19 @@ frontier global, even when nodes become dangling or stop being dangling.
    ``sum(y)``) makes that bound 0.1 tol, so one verification step suffices — but it is a
    worst-case bound: few nodes hold an ``acc`` near ``tau``. The default is the empirical
    ``tau = 10 tol / n`` for L1 (``10 tol / sqrt(n)`` for L2, ``0.1 tol`` for L-infinity):
-   on cnr-2000 with random batches it does ~2.5x fewer row updates than the worst-case
-   setting and, in every batch measured (cnr-2000 and R-MAT, 1e-5..1e-2 of the edges),
+   with random batches it does fewer row updates than the worst-case setting and, in
+   every batch measured (cnr-2000 and R-MAT, 1e-5..1e-2 of the edges),
    left a residual that one verification step removed. If the frontier grows past
    ``max_frontier_fraction * n`` rows the phase stops and the verification steps take
    over: a row-subset step then costs about a full step, and on graphs where full steps
-   converge fast (R-MAT: 24 steps from uniform, thanks to its dangling mass) the
-   per-node frontier test needs 3-4x more row updates than warm-started full steps.
+   converge fast (R-MAT, thanks to its dangling mass) the per-node frontier test needs
+   more row updates than warm-started full steps.
 
-When it pays off. Batches of edges with uniformly random endpoints (benchmarks/
-incremental.py) reach most of a web graph within a few hops, and an L1 tolerance of
-1e-10 on 3e5 nodes asks for per-node changes near 1e-15, so the frontier only stays
-small for the smallest batches: on cnr-2000 (tol 1e-10) a batch of 1e-5 of the edges
-costs 16 full-step equivalents against 67 warm-started and 116 cold steps; from 1e-4 up
-the default hands over to full steps and the update costs about a warm start (0.65-0.9
-of a cold run's steps). Localised changes (one site's links) keep the frontier small.
+When it pays off. Batches of edges with uniformly random endpoints reach most of a web
+graph within a few hops, and a tight L1 tolerance asks for tiny per-node changes, so
+the frontier only stays small for the smallest batches; past them the default hands
+over to full steps and an update costs about a warm start. Localised changes (one
+site's links) keep the frontier small. (Measured in the user guide, "The graph changed".)
 3. *Verification.* From ``x0 = y / sum(y)``, full power steps of the new graph's Google
    matrix (on the chosen device) run until ``||x_k - x_{k-1}|| < tol`` — the same test,
    on the same step, as a full run, so the answer is as good as a full run's whatever

@@ -111,6 +111,9 @@ class Operator:
 
     name: str = "?"
     xp: Any = np
+    #: what runs its steps: "numba" or "scipy" (the CPU's parallel or serial step), "cuda"
+    #: (a GPU engine); the batch operators' "numba", "spmm" or "cuda-fused"
+    kernel: str = "?"
     #: what the operator offers beyond its basic step, which a solver or feature may
     #: :meth:`require`: "sweep" (Gauss-Seidel, :meth:`PageRankOperator.sweeps`),
     #: "adaptive" (:meth:`PageRankOperator.adaptive_steps`), "fixed_point"

@@ -162,6 +162,7 @@ class GPUOperator(OnGPU, PageRankOperator):
     capabilities = frozenset({"adaptive", "fixed_point"})
 
     name = "gpu"
+    kernel = "cuda"
     engine = "pull"
 
     def __init__(

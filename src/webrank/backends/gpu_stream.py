@@ -55,6 +55,7 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
     """
 
     name = "gpu"
+    kernel = "cuda"
     engine = "stream"
 
     def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
