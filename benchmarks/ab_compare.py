@@ -69,8 +69,12 @@ def main(out: Path, runs: list[Path]) -> None:
              if all(n in r for t in by_tree.values() for r in t)]
     gpu = env.get("gpu")
     machine = env.get("cpu") or env.get("machine") or env.get("platform")
+    # the code of each run (bench/env.source_digest), where the results carry it
+    code = [json.loads(results_file(r).read_text()).get("environment", {}).get(
+        "source_digest") for r in runs]
     lines = [f"GPU: {gpu.get('name') if isinstance(gpu, dict) else gpu}; CPU: {machine}; runs: "
-             + ", ".join(r.name for r in runs), "",
+             + ", ".join(r.name + (f" (source {c})" if c else "")
+                         for r, c in zip(runs, code, strict=True)), "",
              "| measurement | old | new | new/old | old spread | new spread |",
              "|---|---|---|---|---|---|"]
     rows = []

@@ -17,8 +17,8 @@ from webrank.bench.runner import BenchContext, run_suite
 from webrank.bench.suites import SUITES, load_suite
 from webrank.cli import cli
 
-ENV_KEYS = {"date", "commit", "webrank", "python", "platform", "cpu", "cpu_count", "numpy",
-            "scipy", "gpu"}
+ENV_KEYS = {"date", "commit", "source_digest", "webrank", "python", "platform", "cpu",
+            "cpu_count", "numpy", "scipy", "gpu"}
 MEASUREMENT_KEYS = {"name", "unit", "median", "min", "max", "repeats", "device", "params",
                     "metrics"}
 
@@ -196,3 +196,22 @@ def test_e2e_quick(tmp_path):
         assert f"whole process rmat14 {fmt}" in names
         assert f"load rmat14 {fmt}" in names and f"solve rmat14 {fmt}" in names
     assert "parse_floor rmat14 txt" in names and "write_csv rmat14 npz" in names
+
+
+def test_source_digest_names_the_code_that_ran(tmp_path, monkeypatch):
+    """A results file says which code ran even where git cannot (a copied tree with a
+    stale .git): a digest of the package's files, changed by any edit of one."""
+    import shutil
+
+    import webrank
+    from webrank.bench import env
+
+    digest = env.source_digest()
+    assert len(digest) == 12 and int(digest, 16) >= 0 and digest == env.source_digest()
+    copy = tmp_path / "webrank"
+    shutil.copytree(Path(webrank.__file__).parent, copy,
+                    ignore=shutil.ignore_patterns("__pycache__", "data"))
+    monkeypatch.setattr(env, "__file__", str(copy / "bench" / "env.py"))
+    assert env.source_digest() == digest
+    (copy / "graph.py").write_text((copy / "graph.py").read_text() + "\n# edited\n")
+    assert env.source_digest() != digest

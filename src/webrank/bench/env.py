@@ -16,7 +16,7 @@ import numpy as np
 
 from webrank.memory import meminfo
 
-__all__ = ["available_memory", "environment", "median_time", "write_json"]
+__all__ = ["available_memory", "environment", "median_time", "source_digest", "write_json"]
 
 
 def _git_commit() -> str:
@@ -30,6 +30,19 @@ def _git_commit() -> str:
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def source_digest() -> str:
+    """The first 12 hex digits of a SHA-256 over the package's Python files (relative
+    path and bytes, in path order): which code ran, even where the commit cannot say
+    (a copied working tree, uncommitted edits)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _cpu_model() -> str:
@@ -59,6 +72,7 @@ def environment() -> dict[str, Any]:
     env: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "commit": _git_commit(),
+        "source_digest": source_digest(),
         "webrank": webrank.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
