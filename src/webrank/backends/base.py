@@ -40,7 +40,8 @@ CPU_ENGINES = ("auto", "pull", "blocked")
 GPU_ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
 #: the steps of the parts of a partitioned run (one part per rank or GPU)
 PART_ENGINES = ("auto", "pull", "blocked")
-#: the tuning options (``engine_options=``) every GPU engine takes
+#: the tuning options (``engine_options=``) every GPU engine takes (the persistent
+#: engine ignores the CUDA-graph ones)
 GPU_COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
 #: the tuning options each GPU engine takes besides the common ones (documented with its
 #: class): the one list ``make_gpu_operator``, ``engine="auto"`` and ``pagerank`` check

@@ -27,7 +27,6 @@ HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
-#: options only the pull-step engines (pull, persistent) take
 # "auto" reorders graphs with at least this many edges: R-MAT 19 and up (H100: scale 26
 # 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
 REORDER_MIN_EDGES = 2**23

@@ -33,8 +33,6 @@ from webrank.kernels import cuda_blocked as kb
 
 __all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device"]
 
-#: options only the blocked engine takes
-
 #: shared memory one gather block may use for its partition's sums (8-byte fixed point, see
 #: kernels.cuda_blocked): two blocks per SM must fit in an H100/H200 SM's 228 KiB beside
 #: their static arrays (about 9 KiB each)

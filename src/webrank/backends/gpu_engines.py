@@ -35,10 +35,6 @@ __all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
 ENGINES = GPU_ENGINES
 _CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
             "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator}
-#: options every engine takes (the persistent engine ignores the CUDA-graph ones)
-COMMON_OPTIONS = GPU_COMMON_OPTIONS
-#: options each engine takes besides the common ones
-ENGINE_OPTIONS = GPU_ENGINE_OPTIONS
 #: the persistent engine runs graphs whose pull working set fits in this share of L2
 PERSISTENT_L2_SHARE = 1.0
 
@@ -64,8 +60,8 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
     """
     import cupy as cp
 
-    given = set(options) - set(COMMON_OPTIONS)
-    candidates = [e for e, own in ENGINE_OPTIONS.items() if given <= set(own)]
+    given = set(options) - set(GPU_COMMON_OPTIONS)
+    candidates = [e for e, own in GPU_ENGINE_OPTIONS.items() if given <= set(own)]
     if not candidates:
         return "pull", "options of several engines given"  # make_gpu_operator says which
     n, m = graph.n, graph.num_edges
@@ -100,10 +96,10 @@ def make_gpu_operator(graph: Any, alpha: float, personalization: Any, dangling: 
     reason = "requested"
     if engine == "auto":
         engine, reason = choose_engine(graph, dtype, options)
-    wrong = sorted(set(options) - set(ENGINE_OPTIONS[engine]) - set(COMMON_OPTIONS))
+    wrong = sorted(set(options) - set(GPU_ENGINE_OPTIONS[engine]) - set(GPU_COMMON_OPTIONS))
     if wrong:
         raise ValueError(f"options {wrong} do not apply to engine {engine!r} (it takes "
-                         f"{', '.join(ENGINE_OPTIONS[engine])})")
+                         f"{', '.join(GPU_ENGINE_OPTIONS[engine])})")
     op = _CLASSES[engine](graph, alpha, personalization, dangling, dtype, **options)
     op.info["engine_reason"] = reason
     return op

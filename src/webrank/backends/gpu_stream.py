@@ -30,7 +30,6 @@ from webrank.kernels.cpu import kernel_criterion
 __all__ = ["StreamedGPUOperator", "stream_vector_bytes"]
 
 
-
 def stream_vector_bytes(n: int, dtype: str) -> int:
     """Device bytes of the vectors a streamed run keeps: x and its successor (float64),
     ``xs`` twice, 1/out-degree, the dangling weights, v, d and the split rows' sums."""
