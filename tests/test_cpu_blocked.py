@@ -13,8 +13,6 @@ import webrank
 from webrank.backends.cpu import BLOCKED_MIN_STEPS, CPUOperator
 from webrank.kernels import cpu
 
-pytest.importorskip("numba")
-
 
 def layout_links(layout: cpu.CPUBlockedLayout) -> tuple[np.ndarray, np.ndarray]:
     """(row, source) of every link of the layout, in layout order."""

@@ -1,6 +1,7 @@
 """Every CUDA kernel family compiles for Hopper (sm_90), without a GPU: with nvcc on PATH
-the sources and the template instantiations the backends use are built here, so that a
-syntax or type error shows up before any device time is spent. Skipped without nvcc."""
+the sources and every template instantiation the backends can ask for (each family's
+``instantiations()``) are built here, so that a syntax or type error shows up before any
+device time is spent. Skipped without nvcc."""
 
 from __future__ import annotations
 
@@ -17,31 +18,18 @@ from webrank.kernels import (
     cuda_dense,
     cuda_fixed,
     cuda_ppr,
+    cuda_prebuilt,
 )
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 
-IDX = ("int32", "int64")
-
 
 def _families() -> dict[str, tuple[str, list[str]]]:
-    pull = [cuda.kernel_name(ip, ix, t, w, g, solve) for ip in IDX for ix in IDX
-            for t in ("float32", "float64") for w in (False, True)
-            for g in (None, *cuda.GROUPS[:: 5 if ip != ix else 1])
-            for solve in ((False, True) if g is not None and ip == ix else (False,))]
-    adaptive = [cuda_adaptive.kernel_name(ip, ix, w, g) for ip in IDX for ix in IDX
-                for w in (False, True) for g in (None, 1, 32)]
-    fixed = [cuda_fixed.kernel_name(k, "int32", "int32", w, p, 1)
-             for k in ("step", "heavy", "scale") for w in (False, True) for p in (0, 1)]
-    ppr = [cuda_ppr.kernel_name("int32", "int32", t, w, c) for t in ("float32", "float64")
-           for w in (False, True) for c in cuda_ppr.CPLS]
-    dense = [f"wr_dense_rows<{t}, {c}>" for t in ("float", "double")
-             for c in ("false", "true")]
-    return {"pull": (cuda.SOURCE, pull), "adaptive": (cuda_adaptive.SOURCE, adaptive),
-            "dense": (cuda_dense.SOURCE, dense),
-            "fixed": (cuda_fixed.SOURCE, fixed), "ppr": (cuda_ppr.SOURCE, ppr),
-            "blocked": (cuda_blocked.SOURCE, cuda_blocked.all_names())}
+    """Every family's source and the instantiations its backends can ask for (the set
+    built with the package, webrank.kernels.cuda_prebuilt)."""
+    return {family: (f.source, [name for name, _ in f.names])
+            for family, f in cuda_prebuilt.kernel_families().items()}
 
 
 def _compile(tmp_path, name: str, source: str, names: list[str]) -> str:
@@ -56,7 +44,7 @@ def _compile(tmp_path, name: str, source: str, names: list[str]) -> str:
 
 
 @needs_nvcc
-@pytest.mark.parametrize("family", ["pull", "adaptive", "dense", "fixed", "ppr", "blocked"])
+@pytest.mark.parametrize("family", sorted(_families()))
 def test_kernels_compile_for_sm90(tmp_path, family):
     source, names = _families()[family]
     report = _compile(tmp_path, family, source, names)

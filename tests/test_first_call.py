@@ -1,5 +1,6 @@
-"""The small-graph path and lazy imports: the serial SciPy step against the Numba kernel,
-the size switch between them, and what a fresh process imports (no timing asserts)."""
+"""The small-graph path, the compiled kernels and lazy imports: the serial SciPy step against
+the compiled kernel, the size switch between them, thread counts, what a fresh process
+imports, and that no entry point loads a JIT compiler (no timing asserts)."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ import webrank
 from webrank.backends.cpu import CPUOperator
 from webrank.kernels import cpu as kernels
 
-ALWAYS_NUMBA, NEVER_NUMBA = 0, 2**62  # SMALL_GRAPH_EDGES forcing each step
+ALWAYS_NATIVE, NEVER_NATIVE = 0, 2**62  # SMALL_GRAPH_EDGES forcing each step
 # the environment of the subprocess tests: the default threshold, whatever this one sets
 CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "WEBRANK_SMALL_GRAPH_EDGES"}
 
 
 def run_both(monkeypatch, g, **kw):
-    """The same pagerank call through the Numba kernel and through the SciPy step."""
+    """The same pagerank call through the compiled kernel and through the SciPy step."""
     out = []
-    for threshold in (ALWAYS_NUMBA, NEVER_NUMBA):
+    for threshold in (ALWAYS_NATIVE, NEVER_NATIVE):
         monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", threshold)
         out.append(webrank.pagerank(g, device="cpu", method="power", **kw))
     return out
@@ -38,28 +39,28 @@ def run_both(monkeypatch, g, **kw):
        weighted=st.booleans(), isolated=st.integers(0, 3), personalize=st.booleans(),
        dangling=st.booleans(), criterion=st.sampled_from(["l1", "l2", "linf"]),
        dtype=st.sampled_from(["float64", "float32"]), alpha=st.sampled_from([0.5, 0.85, 0.99]))
-def test_scipy_step_matches_numba_kernel(monkeypatch, seed, n, density, weighted, isolated,
+def test_scipy_step_matches_native_kernel(monkeypatch, seed, n, density, weighted, isolated,
                                          personalize, dangling, criterion, dtype, alpha):
     # random_graph gives self-loops, dangling and (with isolated > 0) isolated nodes
     g = random_graph(seed, n, int(density * n), weighted, isolated)
     rng = np.random.default_rng(seed + 1)
     pers = rng.uniform(0, 1, g.n) + 1e-3 if personalize else None
     dang = rng.uniform(0, 1, g.n) + 1e-3 if dangling else None
-    numba, scipy = run_both(monkeypatch, g, alpha=alpha, personalization=pers,
+    native, scipy = run_both(monkeypatch, g, alpha=alpha, personalization=pers,
                             dangling=dang, criterion=criterion, dtype=dtype, tol=1e-11,
                             max_iter=5000)
     if dtype == "float64" or not g.is_weighted:
         # the same products and row sums in the same order: only the reductions (residual,
         # dangling mass) are grouped differently
-        assert numba.iterations == scipy.iterations
-        np.testing.assert_allclose(scipy.scores, numba.scores, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(scipy.residuals, numba.residuals, rtol=1e-9, atol=1e-15)
+        assert native.iterations == scipy.iterations
+        np.testing.assert_allclose(scipy.scores, native.scores, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(scipy.residuals, native.residuals, rtol=1e-9, atol=1e-15)
     else:
-        # weighted float32: Numba rounds each product val * xs[j] to float32 (~6e-8
+        # weighted float32: the compiled step rounds each product val * xs[j] to float32 (~6e-8
         # relative), SciPy does not; the first (plain) step's rounding stays in the answer,
         # amplified by up to 1 / (1 - alpha), and the residuals near tol differ a little
-        assert np.abs(scipy.scores - numba.scores).sum() < 5e-8 / (1 - alpha)
-        assert abs(numba.iterations - scipy.iterations) <= max(2, numba.iterations // 50)
+        assert np.abs(scipy.scores - native.scores).sum() < 5e-8 / (1 - alpha)
+        assert abs(native.iterations - scipy.iterations) <= max(2, native.iterations // 50)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -69,23 +70,23 @@ def test_both_steps_on_a_larger_graph(monkeypatch, dtype, criterion):
     through both steps: float32 exercises the delta steps of both."""
     g = random_graph(5, 8000, 40000, weighted=True, isolated=10)
     pers = np.random.default_rng(2).uniform(0, 1, g.n)
-    numba, scipy = run_both(monkeypatch, g, personalization=pers, criterion=criterion,
+    native, scipy = run_both(monkeypatch, g, personalization=pers, criterion=criterion,
                             dtype=dtype, tol=1e-10)
-    assert numba.iterations == scipy.iterations
+    assert native.iterations == scipy.iterations
     if dtype == "float64":
-        assert np.abs(scipy.scores - numba.scores).max() < 1e-12
-    else:  # weighted float32: see test_scipy_step_matches_numba_kernel
-        assert np.abs(scipy.scores - numba.scores).sum() < 1e-7
+        assert np.abs(scipy.scores - native.scores).max() < 1e-12
+    else:  # weighted float32: see test_scipy_step_matches_native_kernel
+        assert np.abs(scipy.scores - native.scores).sum() < 1e-7
 
 
 def test_threshold_switch_on_both_sides(monkeypatch):
     g = random_graph(3, 50, 200, weighted=False)
     m = g.num_edges
     monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", m)  # m edges: not below the threshold
-    assert CPUOperator(g, 0.85, None, None, "float64").kernel == "numba"
+    assert CPUOperator(g, 0.85, None, None, "float64").kernel == "native"
     monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", m + 1)
     assert CPUOperator(g, 0.85, None, None, "float64").kernel == "scipy"
-    assert kernels.use_numba(kernels.SMALL_GRAPH_EDGES) and not kernels.use_numba(m)
+    assert kernels.use_native(kernels.SMALL_GRAPH_EDGES) and not kernels.use_native(m)
 
 
 @pytest.mark.skipif("WEBRANK_SMALL_GRAPH_EDGES" in os.environ,
@@ -98,20 +99,20 @@ def test_default_threshold_routes_small_and_large_graphs():
     n = kernels.SMALL_GRAPH_EDGES  # ~0.63 n distinct edges per n drawn
     large = random_graph(1, n, 2 * n, weighted=False)
     assert large.num_edges >= kernels.SMALL_GRAPH_EDGES
-    assert CPUOperator(large, 0.85, None, None, "float64").kernel == "numba"
+    assert CPUOperator(large, 0.85, None, None, "float64").kernel == "native"
 
 
-def test_fused_step_fallback_is_the_scipy_step():
-    """fused_step without Numba runs scipy_step on a matrix it builds: same returns."""
+def test_fused_step_and_scipy_step_return_the_same():
+    """The compiled fused_step and scipy_step on the same matrix: same returns."""
     g = random_graph(9, 30, 90, weighted=True, isolated=2)
     op = CPUOperator(g, 0.85, None, None, "float64")
     x = np.full(g.n, 1.0 / g.n)
     xs = x * op._inv_out
     terms = kernels.StepTerms(v=op._v_k, d=op._d_k, inv_out=op._inv_out, alpha=0.85, crit=0)
     outs = []
-    for step in ("numba", "scipy"):
+    for step in ("native", "scipy"):
         x_out, xs_out = np.empty_like(x), np.empty_like(xs)
-        if step == "numba":
+        if step == "native":
             ret = kernels.fused_step(g.indptr, g.indices, op._vals, terms, xs=xs, x=x, dm=0.1,
                                      mass=0.0, delta=False, bounds=op._bounds,
                                      x_out=x_out, xs_out=xs_out, partial=op._partial)
@@ -137,12 +138,12 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_import_webrank_imports_no_numba_scipy_or_numpy():
+def test_import_webrank_imports_no_scipy_or_numpy():
     mods = _modules_after("import webrank")
     assert not mods & {"numba", "scipy", "numpy", "cupy"}
 
 
-def test_help_imports_no_numba_or_scipy():
+def test_help_imports_no_scipy():
     code = ("import sys\nfrom webrank.cli import main\nsys.argv = ['webrank', '--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass")
     mods = _modules_after(code)
@@ -150,7 +151,7 @@ def test_help_imports_no_numba_or_scipy():
     assert not mods & {"numba", "scipy", "scipy.sparse", "cupy"}
 
 
-def test_small_graph_ranks_without_numba_or_scipy():
+def test_small_graph_ranks_without_scipy():
     code = ("import numpy as np, webrank\n"
             "g = webrank.Graph.from_edges(np.array([0, 1, 2]), np.array([1, 2, 0]))\n"
             "r = webrank.pagerank(g, device='cpu')\n"
@@ -218,65 +219,114 @@ def test_numpy_and_scipy_csr_builds_agree(monkeypatch):
                     same(x, y)
 
 
-def test_networkx_backend_small_graph_without_numba():
+def test_networkx_backend_small_graph_without_scipy_sparse():
     pytest.importorskip("networkx")
     code = ("import networkx as nx\n"
             "G = nx.gnp_random_graph(200, 0.05, seed=1, directed=True)\n"
             "pr = nx.pagerank(G, backend='webrank')\n"
             "assert abs(sum(pr.values()) - 1) < 1e-12")
-    assert "numba" not in _modules_after(code)
+    assert not _modules_after(code) & {"numba", "scipy.sparse"}
 
 
-def test_num_threads_without_numba_is_numbas_count():
-    code = ("from webrank.kernels.cpu import num_threads\n"
-            "import sys\nbefore = num_threads()\nassert 'numba' not in sys.modules\n"
-            "import numba\nassert before == numba.get_num_threads(), before")
-    subprocess.run([sys.executable, "-c", code], check=True, env=CLEAN_ENV)
+def test_num_threads_follows_settings_and_affinity(monkeypatch):
+    """The compiled kernels' threads: set_num_threads, else WEBRANK_NUM_THREADS, else
+    OMP_NUM_THREADS, else the CPUs of this process's affinity mask (what a container or
+    Slurm gives it, not the host's count)."""
+    from webrank.kernels import native
+
+    monkeypatch.delenv("WEBRANK_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert native.num_threads() == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "5,2")
+    assert native.num_threads() == 5
+    monkeypatch.setenv("WEBRANK_NUM_THREADS", "3")
+    assert native.num_threads() == 3
+    native.set_num_threads(2)
+    try:
+        assert native.num_threads() == 2
+    finally:
+        native.set_num_threads(None)
+    assert native.num_threads() == 3
+    with pytest.raises(ValueError, match="positive"):
+        native.set_num_threads(0)
 
 
-def test_have_numba_imports_numba_when_read():
-    code = ("import sys\nimport webrank.kernels.cpu as k\nassert 'numba' not in sys.modules\n"
-            "assert k.HAVE_NUMBA is True\nassert 'numba' in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True, env=CLEAN_ENV)
+def test_kernels_run_on_the_threads_asked_for():
+    """A step's answer does not depend on its thread count (per-chunk sums, then the
+    chunks in order)."""
+    from webrank.kernels import native
+
+    g = random_graph(4, 5000, 30000, weighted=True, isolated=3)
+    runs = []
+    try:
+        for threads in (1, 2, 5):
+            native.set_num_threads(threads)
+            runs.append(webrank.pagerank(g, device="cpu", method="power", tol=1e-10,
+                                         engine="pull"))
+    finally:
+        native.set_num_threads(None)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.scores, runs[0].scores)
 
 
-# -- saying that a kernel compiles -----------------------------------------------------------
-def test_compile_notice_reports_a_compile_and_not_a_call():
-    numba = pytest.importorskip("numba")
-    seen: list[bool] = []
-    fresh = numba.njit(lambda a: a + 1)  # never compiled (and not cached): must compile
-    with kernels.compile_notice(seen.append):
-        assert fresh(1) == 2
-        assert fresh(2) == 3  # compiled already: no event
-    assert seen == [True, False]
-    fresh(1.5)  # a new signature, after the block: not reported
-    assert seen == [True, False]
-
-
-def test_cli_status_spinner_starts_and_stops():
+def test_cli_status_line_starts_and_stops():
     from webrank.cli import _RunStatus
 
     status = _RunStatus(enabled=True)
-    status.compiling(True)
+    status.start -= 10  # as if the run had lasted 10 s
+    status(3, 1e-3)
     assert status.status is not None
-    status.compiling(False)
+    status.close()
     assert status.status is None
     quiet = _RunStatus(enabled=False)
-    quiet.compiling(True)
+    quiet(3, 1e-3)
     assert quiet.status is None
 
 
-def test_thread_count_while_numba_is_half_imported(monkeypatch):
-    # another thread importing Numba leaves a module without get_num_threads in
-    # sys.modules for a while: the count is then Numba's default, not an AttributeError
-    import importlib.machinery
-    import sys
-    import types
+# -- no compiler on a user's call ------------------------------------------------------------
+FIRST_CALLS = """
+import sys
+import numpy as np
+import webrank
+from webrank.kernels import cpu
+g = webrank.generate_graph("rmat", 15, seed=1)   # above the serial step's threshold
+assert g.num_edges >= cpu.SMALL_GRAPH_EDGES
+for method in ("auto", "power", "gauss-seidel", "gmres", "aitken", "adaptive", "fixed"):
+    webrank.pagerank(g, device="cpu", method=method, tol=1e-8)
+webrank.pagerank(g, device="cpu", engine="blocked", tol=1e-8)
+webrank.pagerank(g, device="cpu", dtype="float32", tol=1e-6)
+r = webrank.pagerank(g, device="cpu", tol=1e-8)
+webrank.personalized_pagerank(g, [{0, 1}, {2}], device="cpu", top=5)
+webrank.update(r, added_edges=[(0, 5), (7, 2)])
+JIT = ("numba", "llvmlite", "cupy")
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in JIT)
+assert not loaded, loaded
+"""
 
-    from webrank.kernels import cpu as kernels
 
-    half = types.ModuleType("numba")
-    half.__spec__ = importlib.machinery.ModuleSpec("numba", None)  # as while importing
-    monkeypatch.setitem(sys.modules, "numba", half)
-    monkeypatch.setenv("NUMBA_NUM_THREADS", "3")
-    assert kernels.num_threads() == 3
+def test_no_jit_compiler_is_loaded_by_any_cpu_entry_point(tmp_path):
+    """Every public CPU entry point (each method and engine, personalized runs, updates,
+    the file readers and the parallel build) runs compiled code: no JIT compiler is even
+    imported. (The GPU's counterpart: tests/test_gpu_first_use.py.)"""
+    subprocess.run([sys.executable, "-c", FIRST_CALLS], check=True, env=CLEAN_ENV)
+    # the readers, the parallel parse and build, and the CLI
+    big = tmp_path / "g.txt"
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 300_000, 1_200_000), rng.integers(0, 300_000, 1_200_000)
+    big.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src.tolist(), dst.tolist(),
+                                                          strict=True)))
+    code = ("import sys\nfrom webrank.cli import main\n"
+            f"sys.argv = ['webrank', 'rank', {str(big)!r}, '--top', '2', '--device', 'cpu']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n")
+    mods = _modules_after(code)
+    assert not mods & {"numba", "llvmlite", "cupy"}
+
+
+def test_numba_is_not_a_dependency():
+    """The package no longer needs Numba (its kernels are compiled with it)."""
+    import tomllib
+    from pathlib import Path
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    deps = meta["project"]["dependencies"]
+    assert not [d for d in deps if d.lower().startswith(("numba", "llvmlite"))], deps

@@ -93,7 +93,7 @@ def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
     from webrank.io.options import ReadOptions
 
     monkeypatch.setattr(edgelist._MappedSource, "_SLICE", 64)
-    monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 40)  # (not Numba's parse)
+    monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 40)  # (not the parallel parse)
     body = GOOD * 20
     for bad in ["0X1F\t2", "7\t0x2"]:
         p = write(tmp_path / "g.txt", body + bad + "\n" + GOOD)

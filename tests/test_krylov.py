@@ -183,17 +183,17 @@ def test_gauss_seidel_blocks_exact(blocks, alpha, weighted):
 
 
 def test_gauss_seidel_blocks_do_not_depend_on_threads():
-    numba = pytest.importorskip("numba")
+    from webrank.kernels import native
+
     g = random_graph(22, 2000, 9000, weighted=True, isolated=4)
     runs = []
-    before = numba.get_num_threads()
     try:
-        for threads in (1, before):
-            numba.set_num_threads(threads)
+        for threads in (1, 3):
+            native.set_num_threads(threads)
             runs.append(webrank.pagerank(g, alpha=0.9, tol=1e-12, method="gauss-seidel",
                                          blocks=4))
     finally:
-        numba.set_num_threads(before)
+        native.set_num_threads(None)
     assert runs[0].iterations == runs[1].iterations
     np.testing.assert_array_equal(runs[0].scores, runs[1].scores)
 
@@ -333,7 +333,7 @@ def test_gauss_seidel_layout_keeps_every_link(blocks):
 
 @pytest.mark.parametrize(("engine", "blas_threads_inside"), [("pull", 1), ("auto", None)])
 def test_solves_on_the_parallel_kernels_run_blas_on_one_thread(engine, blas_threads_inside):
-    """BLAS's idle workers would spin on the cores the Numba kernels use (CPUOperator.solving);
+    """BLAS's idle workers would spin on the cores the compiled kernels use (CPUOperator.solving);
     small graphs (the serial SciPy step, engine auto) leave BLAS as it is."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
@@ -350,7 +350,7 @@ def test_solves_on_the_parallel_kernels_run_blas_on_one_thread(engine, blas_thre
 
     g = random_graph(28, 300, 2000, weighted=False)
     r = webrank.pagerank(g, method="gmres", engine=engine, callback=callback)
-    assert r.info["kernel"] == ("numba" if engine == "pull" else "scipy") and seen
+    assert r.info["kernel"] == ("native" if engine == "pull" else "scipy") and seen
     want = [blas_threads_inside] * len(seen) if blas_threads_inside else \
         [before[f] for f in before] * (len(seen) // len(before))
     assert seen == want

@@ -222,33 +222,41 @@ def test_scores_as_text_read_back_exactly_with_awkward_labels(tmp_path, ext, mon
 
 
 def test_warmup_runs_its_kernel_groups_in_fresh_processes(monkeypatch):
-    """`webrank warmup` runs each group of paths in a process of its own and reports
-    each; a failing group is reported with its error (two groups here, for time)."""
+    """`webrank warmup` runs each group of GPU paths in a process of its own and reports
+    each; a failing group is reported with its error (no GPU here: unknown groups)."""
     import webrank.warmup as warm
 
-    monkeypatch.setattr(warm, "CPU_TASKS", ("update", "krylov", "no-such-group"))
+    monkeypatch.setattr(warm, "GPU_TASKS", ("no-such-group", "nor-this-one"))
     seen = []
-    results = warm.fill_caches(("cpu",), jobs=2, report=lambda t, s, ok: seen.append(t))
-    assert sorted(seen) == ["krylov", "no-such-group", "update"]
-    assert results["update"]["ok"] and results["krylov"]["ok"], results
+    results = warm.fill_caches(jobs=2, report=lambda t, s, ok: seen.append(t))
+    assert sorted(seen) == ["no-such-group", "nor-this-one"]
     assert not results["no-such-group"]["ok"]
     assert "unknown warm-up task" in results["no-such-group"]["error"]
-    with pytest.raises(ValueError, match="devices"):
-        warm.fill_caches(("tpu",))
 
 
-def test_warmup_tasks_take_the_parallel_paths_on_small_inputs(monkeypatch):
-    """A warm-up task lowers every size threshold in its own process (module settings,
-    not the environment), so that its few thousand links compile the parallel reader,
-    build and kernels that large inputs take."""
+def test_warmup_tasks_take_the_device_build_on_small_inputs(monkeypatch):
+    """A warm-up task lowers the GPU build's threshold in its own process (a module
+    setting, not the environment), so that its few thousand links compile what large
+    inputs run."""
     import webrank.warmup as warm
-    from webrank import build
-    from webrank.io import edgelist
-    from webrank.kernels import cpu
+    from webrank import build_gpu
 
-    for module, name in ((build, "PARALLEL_BUILD_EDGES"), (edgelist, "PARALLEL_PARSE_BYTES"),
-                         (cpu, "SMALL_GRAPH_EDGES")):
-        monkeypatch.setattr(module, name, getattr(module, name))  # restored afterwards
+    monkeypatch.setattr(build_gpu, "HOST_BUILD_EDGES", build_gpu.HOST_BUILD_EDGES)
     warm._lower_thresholds()
-    assert build.PARALLEL_BUILD_EDGES == 1 and edgelist.PARALLEL_PARSE_BYTES == 1
-    assert cpu.use_numba(1000) == (cpu.numba_kernels() is not None)
+    assert build_gpu.HOST_BUILD_EDGES == 0
+
+
+def test_warmup_needs_a_gpu():
+    """Without a GPU `webrank warmup` says so in one line (nothing to compile: the CPU
+    kernels come compiled with the package)."""
+    import subprocess
+    import sys
+
+    from webrank.backends import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is usable here")
+    out = subprocess.run([sys.executable, "-m", "webrank", "warmup"], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "gpu" in out.stderr

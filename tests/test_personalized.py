@@ -22,15 +22,12 @@ from webrank.personalized import PersonalizedConvergenceError, personalized_page
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-@pytest.fixture(params=["numba", "spmm"])
+@pytest.fixture(params=["native", "spmm"])
 def kernel(request, monkeypatch):
-    """Both CPU steps: the fused Numba kernel and the array-module one."""
+    """Both CPU steps: the fused compiled kernel and the array-module one."""
     from webrank.backends import batch
-    from webrank.kernels import cpu
 
-    if request.param == "numba" and not cpu.HAVE_NUMBA:
-        pytest.skip("numba not installed")
-    monkeypatch.setattr(batch, "USE_NUMBA", request.param == "numba")
+    monkeypatch.setattr(batch, "USE_NATIVE", request.param == "native")
     return request.param
 
 

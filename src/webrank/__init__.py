@@ -22,6 +22,7 @@ from webrank.errors import (
     DeviceUnavailableError,
     DistributedError,
     GraphFormatError,
+    OverwriteError,
     WebrankError,
 )
 
@@ -35,6 +36,7 @@ _LAZY = {
     "pagerank": "webrank.ranking",
     "personalized_pagerank": "webrank.personalized",
     "PageRankResult": "webrank.result",
+    "CertifiedPlace": "webrank.certify",
     "PersonalizedPageRankResult": "webrank.personalized",
     "RankComparison": "webrank.metrics",
     "ReadOptions": "webrank.io.options",
@@ -53,6 +55,7 @@ __all__ = [
     "DeviceUnavailableError",
     "DistributedError",
     "GraphFormatError",
+    "OverwriteError",
     "WebrankError",
     "__version__",
     *_LAZY,

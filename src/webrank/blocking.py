@@ -44,6 +44,7 @@ builds the same layout with CUDA kernels, :mod:`webrank.kernels.cuda_blocked`);
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,7 +117,9 @@ class BlockPlan:
 
 def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | None = None,
                 part_rows_max: int, chunk_bits_max: int = 14, workers: int = 1,
-                block_entries: int = BLOCK_ENTRIES) -> BlockPlan:
+                block_entries: int = BLOCK_ENTRIES,
+                searchsorted: Callable[[Any, np.ndarray], np.ndarray] | None = None
+                ) -> BlockPlan:
     """Partitions and chunk size for the rows ``row_begin:row_end`` of an in-link CSR.
 
     Parameters
@@ -137,6 +140,11 @@ def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | N
         four scatter tiles per worker, so that none idles.
     block_entries : int, default 128
         Wanted average entries per (chunk, partition) block; sets the chunk size.
+    searchsorted : callable, optional
+        ``searchsorted(ptr, targets)``: the first position in the row pointers ``ptr``
+        (a slice of ``indptr``, on its device) of each host int64 target (side "left"),
+        as a host array. Default: the array module's ``searchsorted`` (a GPU backend
+        passes a kernel of its own, prebuilt, where CuPy's is compiled on first use).
 
     Returns
     -------
@@ -163,8 +171,12 @@ def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | N
         parts = max(-(-rows // part_rows_max), min(2 * workers, rows), 1)
         # boundaries at equal in-link counts, then any partition of too many rows split
         targets = first + np.arange(parts + 1, dtype=np.float64) * (m / parts)
-        cut = _host(xp.searchsorted(ptr, xp.asarray(targets.astype(np.int64)),
-                                    side="left")).astype(np.int64)
+        if searchsorted is None:
+            cut = _host(xp.searchsorted(ptr, xp.asarray(targets.astype(np.int64)),
+                                        side="left"))
+        else:
+            cut = searchsorted(ptr, targets.astype(np.int64))
+        cut = np.asarray(cut).astype(np.int64)
         cut[0], cut[-1] = 0, rows
         cut = np.unique(np.clip(cut, 0, rows))
         sizes = np.diff(cut)

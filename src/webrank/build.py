@@ -20,15 +20,13 @@ set, duplicates, rows sorted by source), built by the parallel bucket sort of
 Peak memory: the input columns, plus 12 bytes a link (the int64 keys and the int32
 indices, which become the CSR; 16 more with weights), plus a few n-sized arrays.
 
-Small inputs (until the kernels are loaded, see :func:`parallel_build_edges`), sparse id
-spaces (ids spread far beyond the edge count, such as hashes: sorted instead) and graphs
-of 2**31 ids or more take :mod:`webrank.graph`'s serial path, as does a machine without
-Numba.
+Small inputs (below :data:`PARALLEL_BUILD_EDGES`), sparse id spaces (ids spread far
+beyond the edge count, such as hashes: sorted instead) and graphs of 2**31 ids or more
+take :mod:`webrank.graph`'s serial path.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +41,7 @@ __all__ = [
     "as_chunks",
     "build_csr",
     "csr_from_chunks",
+    "finite_weight_sums",
     "first_bad_weight",
     "fixed_node_set",
     "id_bounds",
@@ -51,15 +50,16 @@ __all__ = [
     "use_parallel_build",
 ]
 
-#: edge counts from which the parallel build runs once its kernels are loaded; before,
-#: from 8 times as many: a process that needs Numba for nothing else would spend ~0.6 s
-#: importing it and starting its threads (0.2 + 0.4 s on 2 cores), as long as the
-#: serial build of ~8M links takes
+#: edge counts from which the parallel build (compiled kernels, :mod:`webrank.kernels.cpu_build`)
+#: runs; below, NumPy's serial build is as fast
 PARALLEL_BUILD_EDGES = 1 << 20
 
 _FINE_BITS = 12  # 4096 fine buckets: their counts place the coarse bucket boundaries
 _BUCKET_EDGES = 1 << 17  # coarse buckets of about this many links (1 MB of keys)
 _INT32_LIMIT = 2**31 - 1
+#: weight sums are kept below this (a sixteenth of the largest float64): room for the
+#: rounding of any order of summation
+_SUM_LIMIT = 2.0**1020
 
 
 @dataclass(eq=False)
@@ -119,16 +119,13 @@ def joined(col: Any) -> Any:
 
 
 def parallel_build_edges() -> int:
-    """The edge count from which :func:`use_parallel_build` says yes, now."""
-    loaded = "webrank.kernels.cpu_build" in sys.modules
-    return PARALLEL_BUILD_EDGES if loaded else 8 * PARALLEL_BUILD_EDGES
+    """The edge count from which :func:`use_parallel_build` says yes."""
+    return PARALLEL_BUILD_EDGES
 
 
 def use_parallel_build(num_edges: int) -> bool:
-    """Whether the parallel build pays for this many edges (and Numba is there)."""
-    from webrank.kernels.cpu import numba_kernels
-
-    return num_edges >= parallel_build_edges() and numba_kernels() is not None
+    """Whether the parallel build pays for this many edges."""
+    return num_edges >= parallel_build_edges()
 
 
 def as_chunks(col: Any, like: Chunked | None = None) -> Chunked:
@@ -382,3 +379,45 @@ def first_bad_weight(w: np.ndarray) -> int | None:
     xp = array_module(w)  # (NumPy's functions on a CuPy array would import SciPy)
     bad = ~xp.isfinite(w) | (w < 0)
     return int(xp.argmax(bad)) if bool(bad.any()) else None
+
+
+def finite_weight_sums(src: Any, dst: Any, weight: Any) -> tuple[Any, Any, Any]:
+    """The edge columns with the weights of each source node whose out-links could add
+    up beyond the float64 range scaled down by one power of two, so that every sum the
+    build makes (out-weights, parallel links added up) is finite.
+
+    A node's transition probabilities ``w / out_weight`` do not change: the scale is
+    exact (a power of two) and the same for all of the node's links; a link whose scaled
+    weight falls below the normal range weighs less than 2**-1000 of its node's
+    out-weight, which float64 cannot tell from 0 either. Nodes whose sums stay below
+    2**1020 keep their weights as given.
+
+    ``src``/``dst``/``weight``: arrays, :class:`Chunked` or :class:`Pieces` (weights
+    already checked: finite, >= 0). Returned as given where no sum can overflow, the
+    largest weight times the edge count below 2**1020 (one pass over the weights, the
+    common case); else as plain arrays, the weights a scaled copy.
+    """
+    if weight is None:
+        return src, dst, weight
+    m = int(weight.size)
+    if isinstance(weight, Pieces):
+        parts = weight.arrays
+    elif isinstance(weight, Chunked):
+        parts = [weight.data[a:a + c] for a, c in zip(weight.starts, weight.counts,
+                                                       strict=True)]
+    else:
+        parts = [weight]
+    top = max((float(p.max()) for p in parts if p.size), default=0.0)
+    if top * m < _SUM_LIMIT:
+        return src, dst, weight
+    s, d = joined(src), joined(dst)
+    w = np.array(joined(weight), dtype=np.float64)
+    _, node = np.unique(s, return_inverse=True)
+    shift = m.bit_length() + 4  # 2**shift >= 16 m: a scaled sum stays below 2**1020
+    scale = 2.0**-shift
+    # every sum of a node's links is at most the sum of all of them (parallel links
+    # added up): those that may reach 2**1020 are scaled; the rest keep their weights
+    total = np.bincount(node.ravel(), weights=w * scale)
+    big = total >= _SUM_LIMIT * scale / 2
+    w[big[node.ravel()]] *= scale
+    return s, d, w

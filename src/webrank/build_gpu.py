@@ -20,6 +20,23 @@ The code is array-agnostic (``xp``): with NumPy it runs on the host, which is ho
 tests check it against the host build on machines without a GPU.
 Peak device memory: about 40 bytes per link unweighted (the int64 columns, the keys and
 the sort's scratch), 64 weighted (:func:`device_build_bytes`).
+
+Nothing on the way of a first run is compiled then (CuPy compiles each of its own
+elementwise operations, masks, scans and ``bincount`` with NVRTC the first time a process
+uses it: some 25 of them here, about 5 s of a fresh install's first run):
+
+* **unweighted links** with dense or fixed ids (web graphs, R-MAT) are built by the
+  kernels of :mod:`webrank.kernels.cuda_arrays`, prebuilt with the package: the presence
+  map, the keys, a tile scan (the tiles' sums added up on the host) that renumbers the
+  ids, merges the neighbouring equal keys and turns the rows' counts into row pointers,
+  and the out-degrees, around CuPy's precompiled radix sort;
+* **weighted links** and ids spread far beyond the link count, up to
+  :data:`HOST_BUILD_EDGES` links, are built on the host by the parallel build of
+  :mod:`webrank.build` (:func:`host_csr`) and their CSR copied up as it is (about 30M
+  links a second on 16 cores of an H100 host, against some 300M on the card: a
+  second at most, where CuPy's compilations cost five);
+* larger ones of those take the steps above with CuPy's operations: their first run
+  compiles them once, a small part of reading a file that size.
 """
 
 from __future__ import annotations
@@ -28,15 +45,24 @@ from typing import Any
 
 import numpy as np
 
+from webrank import build
 from webrank.arrays import array_module, to_device
 from webrank.build import Chunked, Pieces, fixed_node_set
+from webrank.kernels import cuda_arrays as ka
 
-__all__ = ["csr_on_device", "device_build_bytes", "edge_csr_on_device"]
+__all__ = ["HOST_BUILD_EDGES", "csr_on_device", "device_build_bytes", "edge_csr_on_device",
+           "host_csr", "out_weight_of"]
 
 _MAX_NODES = 2**31 - 1  # sources must fit the low 32 bits of a key, and int32 indices
 _COMPACT_SLICE = 1 << 30  # keys merged per step (below CuPy's 2**31 mask limit)
 #: ids up to this many times the link count are renumbered through a presence map
 _DENSE_RANGE = 4
+#: links up to which :func:`edge_csr_on_device` builds weighted graphs, and graphs of ids
+#: spread far beyond the link count, on the host and copies the CSR up (see the module
+#: docstring)
+HOST_BUILD_EDGES = 1 << 24
+#: id dtypes the key kernel takes
+_KEY_IDS = ("int32", "int64")
 
 
 def device_build_bytes(num_edges: int, id_range: int, weighted: bool) -> int:
@@ -71,19 +97,29 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
     m = int(src.size)
     if m == 0 or (weight is not None and m > _MAX_NODES):
         return None  # (weighted links are merged on the device below 2**31 links)
+    on_host = {"num_nodes": num_nodes, "node_ids": node_ids, "labels": labels,
+               "duplicates": duplicates, "name": name}
+    if cp is not np and weight is not None and m <= HOST_BUILD_EDGES:
+        return _uploaded(host_csr(src, dst, weight, **on_host), cp)
     # the links' part of the peak, checked before the columns go up (a presence map
     # spans at most DENSE_RANGE * m ids); the nodes' part once the ids are known
     if cp is not np and device_build_bytes(m, _DENSE_RANGE * m + 1, weight is not None) \
             > _free_bytes(cp):
         return None
     d_src, d_dst = _upload(src, cp.int64, cp), _upload(dst, cp.int64, cp)
-    hi = int(cp.maximum(d_src.max(), d_dst.max()))
+    hi = max(int(d_src.max()), int(d_dst.max()))  # (CuPy's precompiled reductions)
     fixed, node_labels = fixed_node_set(hi, m, labels=labels, node_ids=node_ids,
                                         num_nodes=num_nodes, name=name)
     compact = fixed is None
     n = fixed or 0  # "appear": known once the ids are renumbered
     if n > _MAX_NODES or (cp is not np and 24 * n > _free_bytes(cp)):
         return None  # (the row pointers, the degrees and their count for n nodes)
+    dense = hi < _DENSE_RANGE * m
+    if cp is not np and compact and not dense and m <= HOST_BUILD_EDGES:
+        del d_src, d_dst  # ids spread far beyond the links (hashes): sorted on the host
+        return _uploaded(host_csr(src, dst, weight, **on_host), cp)
+    if cp is not np and weight is None and (dense or not compact):
+        return _kernel_build(d_src, d_dst, hi, n, compact, duplicates, node_labels, cp)
     if compact:  # node_ids="appear": renumber the ids that occur
         d_src, d_dst, ids = _compact(d_src, d_dst, hi, m, cp)
         n = int(ids.size)
@@ -99,6 +135,177 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
                   cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
     return {"indptr": indptr, "indices": indices, "out_weight": out_weight,
             "weights": weights, "labels": node_labels}
+
+
+def _kernel_build(d_src: Any, d_dst: Any, hi: int, n: int, compact: bool,
+                  duplicates: str, node_labels: Any, cp: Any) -> dict[str, Any] | None:
+    """:func:`edge_csr_on_device` of unweighted links whose ids are dense or fixed, by the
+    kernels of :mod:`webrank.kernels.cuda_arrays` (prebuilt) and CuPy's radix sort: the
+    same steps as :func:`csr_on_device` and :func:`_compact`, none of CuPy's own kernels
+    (which NVRTC compiles on a process's first use)."""
+    code = None
+    if compact:
+        code, n, ids = _present_codes(d_src, d_dst, hi, cp)
+        if n > _MAX_NODES:
+            return None
+        if ids is not None:
+            node_labels = ids
+    keys = _make_keys(d_src, d_dst, code, cp)
+    del d_src, d_dst, code  # (the caller's columns stay until it returns)
+    keys.sort()
+    indptr, indices, weights = _csr_of_sorted_keys(keys, n, duplicates, cp)
+    del keys
+    return {"indptr": indptr, "indices": indices,
+            "out_weight": out_weight_of(indices, weights, n), "weights": weights,
+            "labels": node_labels}
+
+
+def _launch(name: str, size: int, args: tuple) -> None:
+    """A grid-strided kernel of :mod:`webrank.kernels.cuda_arrays` over ``size`` items."""
+    grid = int(max(1, min(-(-int(size) // ka.BLOCK), 1 << 16)))
+    ka.get_kernel(name)((grid,), (ka.BLOCK,), args)
+
+
+def _tile_offsets(cp: Any, length: int, *, vals: Any = None, keys: Any = None
+                  ) -> tuple[Any, int]:
+    """Pass 1 of a tile scan over ``length`` items (``vals``, or the first of each run of
+    equal sorted ``keys``): each tile's first prefix on the device, and the total. The
+    tiles' sums (one per 4096 items) are added up on the host."""
+    tiles = max(1, -(-int(length) // ka.TILE))
+    sums = cp.empty(tiles, dtype=cp.int64)
+    ka.get_kernel(ka.tile_sums_name(keys is not None))((tiles,), (ka.BLOCK,), ka.TILE_SUMS.pack(
+        len=length, vals=vals if vals is not None else cp.zeros(1, dtype=cp.int32),
+        keys=keys if keys is not None else cp.zeros(1, dtype=cp.int64), tile_sums=sums))
+    host = sums.get()
+    offsets = np.zeros(tiles, dtype=np.int64)
+    np.cumsum(host[:-1], out=offsets[1:])
+    return cp.asarray(offsets), int(host.sum())
+
+
+def _present_codes(src: Any, dst: Any, hi: int, cp: Any) -> tuple[Any, int, Any]:
+    """``(code, n, ids)``: the ids that occur numbered in increasing order (``code[id]``,
+    int32 over ``0..hi``), their count, and their ids on the host where they are not
+    ``0..n-1`` already (else None)."""
+    code = cp.zeros(hi + 1, dtype=cp.int32)
+    m = int(src.size)
+    _launch(ka.mark_present_name(src.dtype.name), m,
+            ka.MARK_PRESENT.pack(m=m, src=src, dst=dst, present=code))
+    offsets, n = _tile_offsets(cp, hi + 1, vals=code)
+    with_ids = n != hi + 1
+    ids = cp.empty(n if with_ids else 1, dtype=cp.int64)
+    tiles = int(offsets.size)
+    ka.get_kernel("wr_present_codes")((tiles,), (ka.BLOCK,), ka.PRESENT_CODES.pack(
+        len=hi + 1, present=code, tile_offsets=offsets, with_ids=with_ids, ids=ids))
+    return code, n, ids.get() if with_ids else None
+
+
+def _make_keys(src: Any, row: Any, code: Any, cp: Any) -> Any:
+    """``(row << 32) | src`` per link (int64), both renumbered through ``code`` if given."""
+    m = int(src.size)
+    keys = cp.empty(m, dtype=cp.int64)
+    _launch(ka.make_keys_name(src.dtype.name, row.dtype.name, code is not None), m,
+            ka.MAKE_KEYS.pack(m=m, src=src, row=row,
+                              code=code if code is not None else cp.zeros(1, cp.int32),
+                              keys=keys))
+    return keys
+
+
+def _csr_of_sorted_keys(keys: Any, rows: int, duplicates: str, cp: Any
+                        ) -> tuple[Any, Any, Any]:
+    """``(indptr, indices, weights)`` of sorted keys: equal neighbours merged (their count
+    the weight under ``"sum"``, where some link repeats), the row pointers a scan of the
+    rows' counts."""
+    m = int(keys.size)
+    offsets, nnz = _tile_offsets(cp, m, keys=keys)
+    indices = cp.empty(nnz, dtype=cp.int32)
+    row_counts = cp.zeros(max(rows, 1), dtype=cp.int32)
+    with_starts = duplicates == "sum" and nnz < m
+    starts = cp.empty(nnz + 1 if with_starts else 1, dtype=cp.int64)
+    ka.get_kernel("wr_compact_keys")((int(offsets.size),), (ka.BLOCK,), ka.COMPACT_KEYS.pack(
+        m=m, keys=keys, tile_offsets=offsets, nnz=nnz, indices=indices,
+        row_counts=row_counts, with_starts=with_starts, starts=starts))
+    weights = None
+    if with_starts:
+        weights = cp.empty(nnz, dtype=cp.float64)
+        _launch("wr_run_lengths", nnz, ka.RUN_LENGTHS.pack(nnz=nnz, starts=starts,
+                                                            weights=weights))
+    del starts
+    indptr = cp.empty(rows + 1, dtype=cp.int32 if nnz <= _MAX_NODES else cp.int64)
+    offsets, _ = _tile_offsets(cp, rows, vals=row_counts)
+    ka.get_kernel(ka.exclusive_scan_name(indptr.dtype.name))(
+        (int(offsets.size),), (ka.BLOCK,), ka.EXCLUSIVE_SCAN.pack(
+            len=rows, vals=row_counts, tile_offsets=offsets, out=indptr))
+    return indptr, indices, weights
+
+
+def out_weight_of(indices: Any, weights: Any, n: int) -> Any:
+    """Each node's out-links counted, or their weights added where these are whole numbers
+    (link counts: exact in any order), as float64, on the device (a kernel of
+    :mod:`webrank.kernels.cuda_arrays`)."""
+    cp = array_module(indices)
+    out = cp.zeros(n, dtype=cp.float64)
+    nnz = int(indices.size)
+    if nnz:
+        _launch("wr_out_weight", nnz, ka.OUT_WEIGHT.pack(
+            nnz=nnz, indices=indices, has_w=weights is not None,
+            weights=weights if weights is not None else cp.zeros(1, cp.float64), out=out))
+    return out
+
+
+def host_csr(src: Any, dst: Any, weight: Any, *, num_nodes: int | None, node_ids: str,
+             labels: Any, duplicates: str, name: str | None) -> dict[str, Any] | None:
+    """The arrays of :meth:`webrank.Graph.from_edges` (NumPy), built on the host by the
+    parallel build (:func:`webrank.build.csr_from_chunks`), from the columns
+    :func:`edge_csr_on_device` takes. Ids spread far beyond the link count (hashes) are
+    renumbered first, as the serial build does. None for 2**31 nodes or more.
+
+    Raises
+    ------
+    GraphFormatError
+        As :func:`edge_csr_on_device`.
+    """
+    joined = [None if c is None or isinstance(c, Chunked) else build.joined(c)
+              for c in (src, dst, weight)]
+    if joined[0] is None:  # chunked columns (a parallel reader's): as they are
+        s, d, w = src, dst, weight
+    else:
+        s = build.as_chunks(joined[0])
+        d = build.as_chunks(joined[1], like=s)
+        w = None if weight is None else build.as_chunks(joined[2], like=s)
+        # (found here: webrank.build would look for Numba to find them in parallel)
+        s.bounds = d.bounds = (int(min(joined[0].min(), joined[1].min())),
+                               int(max(joined[0].max(), joined[1].max())))
+    arrays = build.csr_from_chunks(s, d, w, num_nodes=num_nodes, node_ids=node_ids,
+                                   labels=labels, duplicates=duplicates, name=name)
+    if arrays is not None or node_ids != "appear" or labels is not None:
+        return arrays  # (None: 2**31 nodes or more)
+    # the ids that occur, spread far beyond the link count: renumbered in increasing order
+    ends = np.concatenate([build.joined(src), build.joined(dst)])
+    ids, codes = np.unique(ends, return_inverse=True)
+    if ids.size > _MAX_NODES:
+        return None
+    m = int(src.size)
+    codes = codes.reshape(-1).astype(np.int64, copy=False)
+    s = build.as_chunks(codes[:m])
+    d = build.as_chunks(codes[m:], like=s)
+    s.bounds = d.bounds = (0, int(ids.size) - 1)
+    w = None if weight is None else build.as_chunks(build.joined(weight), like=s)
+    arrays = build.csr_from_chunks(s, d, w, num_nodes=int(ids.size), node_ids="range",
+                                   labels=None, duplicates=duplicates, name=name)
+    if arrays is not None:
+        arrays["labels"] = ids
+    return arrays
+
+
+def _uploaded(arrays: dict[str, Any] | None, cp: Any) -> dict[str, Any] | None:
+    """A host CSR's arrays copied to the device as they are (plain copies, no kernel);
+    the labels stay on the host. None where it is None or the device lacks the memory."""
+    if arrays is None:
+        return None
+    up = ("indptr", "indices", "out_weight", "weights")
+    if sum(arrays[k].nbytes for k in up if arrays[k] is not None) > _free_bytes(cp):
+        return None
+    return {k: to_device(v) if k in up and v is not None else v for k, v in arrays.items()}
 
 
 def _upload(col: Any, dtype: Any, cp: Any) -> Any:
@@ -155,8 +362,15 @@ def csr_on_device(src: Any, row: Any, rows: int, duplicates: str = "collapse",
     per link) the last of a repeated link's weights wins, or with ``"sum"`` they add up.
     Returns ``(indptr, indices, weights or None)``, int32 indices, int32 or int64 row
     pointers. The keys are the only O(m) temporary unweighted (about 16 bytes per link
-    at the sort's peak)."""
+    at the sort's peak). Unweighted CuPy links of int32 or int64 ids are merged by the
+    kernels of :mod:`webrank.kernels.cuda_arrays` (:func:`_csr_of_sorted_keys`), the
+    rest by CuPy's operations."""
     cp = array_module(src)
+    if (cp is not np and weight is None and src.dtype.name in _KEY_IDS
+            and row.dtype.name in _KEY_IDS):
+        keys = _make_keys(src, row, None, cp)
+        keys.sort()
+        return _csr_of_sorted_keys(keys, rows, duplicates, cp)
     keys = (row.astype(cp.int64) << 32) | src.astype(cp.int64)
     if weight is not None:
         return _weighted_csr(keys, weight, rows, duplicates)

@@ -30,23 +30,32 @@ values are the (computed) entries themselves. A vector with negative entries (a 
 method's) is bounded through :math:`G(|x|)`, one more product. The result is a bound on
 the L1 distance, rounded up.
 
-:func:`certified_prefix` turns the bound ε into ranks: with :math:`\|x - x^*\|_1 \le
+:func:`certified_places` turns the bound ε into ranks: with :math:`\|x - x^*\|_1 \le
 \varepsilon`, two nodes i, j have :math:`|x_i - x_i^*| + |x_j - x_j^*| \le \varepsilon`,
-so their true order is the computed one when their scores differ by more than ε. The
-leading positions are certain (node and place) while every gap from the top down to
-just below them exceeds ε; exact or near ties (within ε) end the certain prefix.
+so their true order is the computed one when their scores differ by more than ε. Sorted
+by score, the nodes fall into *tie groups*: runs of neighbours whose scores differ by at
+most ε (each node's interval :math:`x_i \pm \varepsilon/2` overlapping the next one's).
+A gap larger than ε separates two groups, so every node above it is exactly above every
+node below it: a group holding the sorted positions first..last is, as a set, the
+nodes at exact places first..last, whatever the order inside it (which ε cannot tell;
+pages whose exact scores tie have no order at all). Each node's own range narrows to
+the places between the nodes of its group certainly above it and those certainly below.
+The top k are certified down to the last group that ends within them; a group of one
+node is a place certain. (:func:`certified_prefix`, the leading single places only,
+stops at the first group of several, an exact tie at the top included.)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from webrank.arrays import array_module
 
-__all__ = ["certain_cuts", "certified_prefix", "error_bound"]
+__all__ = ["CertifiedPlace", "certain_cuts", "certified_places", "certified_prefix",
+           "error_bound"]
 
 _U = 2.0**-53  # unit roundoff of float64
 
@@ -68,6 +77,8 @@ def error_bound(graph: Any, scores: Any, alpha: float, personalization: Any = No
     xp = array_module(graph.indptr)
     x = xp.asarray(scores, dtype=xp.float64)
     n = x.size
+    if n == 0:  # no nodes: the empty vector is the exact (empty) PageRank
+        return 0.0
     v = None if personalization is None else xp.asarray(personalization, dtype=xp.float64)
     d = v if dangling is None else xp.asarray(dangling, dtype=xp.float64)
     y, dm = _google_product(graph, x, alpha, v, d, xp)
@@ -105,6 +116,68 @@ def certain_cuts(scores: np.ndarray, bound: float, k: int) -> tuple[np.ndarray, 
     s = scores[order]
     gaps = np.append(s[:-1] - s[1:], np.inf)[:k]  # below each position (none below the last)
     return order[:k], gaps > bound
+
+
+class CertifiedPlace(NamedTuple):
+    """An entry of :meth:`PageRankResult.certified_top`: a node and the places of the
+    exact ranking it is certified to hold.
+
+    Attributes
+    ----------
+    node
+        The node's label (id as in the input file).
+    score : float
+        Its computed score.
+    first, last : int
+        The best and the worst place (1 = best) it can hold in the exact ranking, given
+        the result's error bound: ``first == last`` is a place certain; a range is shared
+        by pages whose scores lie within the bound of each other (an exact tie among
+        them), whose order the bound leaves open while their set is certain.
+    """
+
+    node: Any
+    score: float
+    first: int
+    last: int
+
+    @property
+    def certain_place(self) -> bool:
+        """True when the node's place is certain (``first == last``)."""
+        return self.first == self.last
+
+
+def certified_places(scores: np.ndarray, bound: float, k: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(index, first, last)``: the leading nodes of the order of
+    :meth:`~webrank.PageRankResult.top` (at most ``k``) that ``bound`` (on the L1 error of
+    ``scores``) certifies as a set, and the places (1 = best) each can hold.
+
+    The nodes are the tie groups (module docstring) that end within the first ``k``
+    positions: together they are exactly the nodes at the exact places 1..len(index),
+    each within its ``first..last``. A group that reaches past ``k`` ends the list.
+    """
+    order, cuts = certain_cuts(scores, bound, k)
+    closed = np.flatnonzero(cuts)
+    if closed.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    m = int(closed[-1]) + 1
+    order, cuts = order[:m], cuts[:m]
+    s = np.asarray(scores, dtype=np.float64)[order]
+    # a cut below position p (a gap larger than the bound) starts a group at p + 1
+    new_group = np.concatenate(([True], cuts[:-1]))
+    starts = np.flatnonzero(new_group)  # first position of each group
+    ends = np.append(starts[1:], m) - 1  # and its last
+    group = np.cumsum(new_group) - 1  # the group of each position
+    # within a group: the nodes certainly above (score above s + bound) and those not
+    # certainly below (score at least s - bound); fl(s +- bound) only narrows the counts
+    # to what the exact comparisons certify, and the group's range bounds both
+    neg = -s  # ascending
+    above = np.searchsorted(neg, -(s + bound), side="left")
+    not_below = np.searchsorted(neg, -(s - bound), side="right")
+    first = np.maximum(above, starts[group]) + 1
+    last = np.minimum(not_below, ends[group] + 1)
+    return order, first.astype(np.int64), last.astype(np.int64)
 
 
 def certified_prefix(scores: np.ndarray, bound: float, k: int) -> np.ndarray:

@@ -16,6 +16,7 @@ __all__ = [
     "GraphFormatError",
     "HostMemoryError",
     "InputWarning",
+    "OverwriteError",
     "WebrankError",
 ]
 
@@ -70,6 +71,40 @@ class GraphFormatError(WebrankError, ValueError):
             where += ": "
         shown = f" (got {text!r})" if text is not None else ""
         super().__init__(f"{where}{message}{shown}")
+
+
+class OverwriteError(WebrankError, ValueError):
+    """A writer was pointed at a file it must not replace: one that webrank has read in
+    this process (by any name: relative, absolute, a symbolic or hard link), or, for the
+    CLI, one of the command's inputs. Raised before anything is written.
+
+    Parameters
+    ----------
+    reason : str
+        What the target is and what to do instead.
+    path : str or os.PathLike
+        The refused target, as given.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import webrank
+    >>> links = os.path.join(tempfile.mkdtemp(), "links.txt")
+    >>> with open(links, "w") as f:
+    ...     _ = f.write("0 1\\n1 2\\n2 0\\n")
+    >>> r = webrank.pagerank(webrank.load(links), device="cpu")
+    >>> try:  # doctest: +NORMALIZE_WHITESPACE
+    ...     r.save(links)  # the scores over the edge list they came from
+    ... except webrank.OverwriteError as e:
+    ...     print(e.reason.replace(links, "links.txt"))  # (a temporary folder's name)
+    is the input 'links.txt' (read earlier); writing it would destroy the input (choose
+    another name)
+    """
+
+    def __init__(self, reason: str, *, path: Any) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
 
 
 class ConvergenceError(WebrankError, RuntimeError):

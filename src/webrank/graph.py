@@ -9,8 +9,9 @@ Node-set and edge policy (the same as ``networkx.DiGraph`` built from the same e
 
 * **Node set** — by default the nodes are the ids that occur in some edge
   (``node_ids="appear"``); they are numbered ``0..n-1`` in increasing id order and the
-  original ids are kept in :attr:`Graph.labels`. ``node_ids="range"`` uses ``0..max id``
-  (or ``0..num_nodes-1``), so ids that never occur become isolated nodes (they are
+  original ids are kept in :attr:`Graph.labels`. ``node_ids="range"`` uses ``0..max id``,
+  or ``0..num_nodes-1`` where ``num_nodes`` is given (which implies ``"range"``, as
+  igraph's ``Graph(n, edges)``), so ids that never occur become isolated nodes (they are
   dangling and receive only teleport and dangling rank).
 * **Duplicate edges** — ``duplicates="collapse"`` (default) keeps one edge, as a
   ``DiGraph`` does; with weights the last occurrence's weight wins, as when networkx
@@ -20,6 +21,15 @@ Node-set and edge policy (the same as ``networkx.DiGraph`` built from the same e
   of its rank.
 * **Weights** must be finite and non-negative. A node whose out-edges all have weight 0
   has out-weight 0 and is treated as dangling, as in networkx.
+* **Undirected graphs** (``directed=False``) — each edge ``{u, v}`` becomes ``u -> v``
+  and ``v -> u`` with its weight, and a self-loop ``{u, u}`` one edge ``u -> u``: the
+  directed graph networkx's PageRank ranks for an ``nx.Graph`` (``G.to_directed()``).
+  Parallel edges then follow ``duplicates``: collapsed, the last listing of ``{u, v}``
+  (in either order) gives both directions their weight, as ``nx.Graph.add_edge``;
+  summed, as an ``nx.MultiGraph``. igraph's PageRank of an undirected graph is the same
+  (with ``duplicates="sum"``, igraph keeping parallel edges) except at a self-loop,
+  which igraph counts twice (its degree convention): list such a loop twice with
+  ``duplicates="sum"`` to match igraph there.
 """
 
 from __future__ import annotations
@@ -96,11 +106,12 @@ class Graph:
         weight: Any = None,
         *,
         num_nodes: int | None = None,
-        node_ids: NodeIds = "appear",
+        node_ids: NodeIds | None = None,
         labels: Sequence[Any] | np.ndarray | None = None,
         duplicates: Duplicates = "collapse",
         name: str | None = None,
         device: Literal["cpu", "gpu"] = "cpu",
+        directed: bool = True,
     ) -> Graph:
         """Build a graph from edge arrays ``src[k] -> dst[k]`` (vectorised, no edge loop).
 
@@ -111,13 +122,17 @@ class Graph:
         weight : array_like of float, optional
             Edge weights (finite, >= 0). None for an unweighted graph.
         num_nodes : int, optional
-            Number of nodes with ``node_ids="range"`` (default ``max id + 1``), or the
-            size of ``labels``' id space. Ignored with ``node_ids="appear"``.
-        node_ids : {"appear", "range"}, default "appear"
-            ``"appear"``: nodes are the ids that occur in an edge (networkx's node set
-            for the same file), renumbered ``0..n-1`` in increasing id order, original
-            ids in :attr:`labels` unless they already are ``0..n-1``.
-            ``"range"``: nodes are ``0..num_nodes-1``; absent ids are isolated nodes.
+            The nodes are ``0..num_nodes-1`` (ids that occur in no edge are isolated
+            nodes, as igraph's ``Graph(num_nodes, edges)``): giving it implies
+            ``node_ids="range"`` and cannot go with ``"appear"``. With ``labels``, it
+            must be ``len(labels)``.
+        node_ids : {"appear", "range"}, optional
+            ``"appear"`` (the default without ``num_nodes``): nodes are the ids that
+            occur in an edge (networkx's node set for the same file), renumbered
+            ``0..n-1`` in increasing id order, original ids in :attr:`labels` unless
+            they already are ``0..n-1``. ``"range"`` (the default with ``num_nodes``):
+            nodes are ``0..num_nodes-1`` (default ``max id + 1``); absent ids are
+            isolated nodes.
         labels : sequence, optional
             When given, ``src``/``dst`` are indices into ``labels`` (codes of string
             labels, say); every label is a node, even one without edges.
@@ -130,17 +145,34 @@ class Graph:
             (:mod:`webrank.build_gpu`; needs CuPy) and the graph keeps CuPy arrays
             (:attr:`on_gpu`), for a run there; it is built on the host instead where the
             device lacks the memory. The graph is the same either way.
+        directed : bool, default True
+            False: an undirected graph, each edge ``{u, v}`` linking both ways (a
+            self-loop once; weights apply to both directions; see the module docstring
+            for parallel edges and how this compares with networkx and igraph).
 
         Raises
         ------
         GraphFormatError
             Mismatched lengths, negative or non-integer ids, ids beyond ``num_nodes``,
             non-finite or negative weights.
+        ValueError
+            An unknown ``node_ids``, ``duplicates`` or ``device``; ``num_nodes`` that is
+            not a non-negative integer, given with ``node_ids="appear"``, or other than
+            ``len(labels)``; ``directed`` other than True/False.
+
+        Examples
+        --------
+        >>> Graph.from_edges([0], [1], num_nodes=4).n  # nodes 2 and 3 are isolated
+        4
+        >>> Graph.from_edges([0, 1], [1, 1], directed=False).num_edges  # 0-1 both ways
+        3
         """
         from webrank import build
 
-        if node_ids not in ("appear", "range"):
-            raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
+        node_ids = _node_policy(node_ids, num_nodes, labels)
+        num_nodes = None if num_nodes is None else int(num_nodes)
+        if not isinstance(directed, (bool, np.bool_)):
+            raise ValueError(f"directed must be True or False, not {directed!r}")
         if duplicates not in ("collapse", "sum"):
             raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
         # columns from a reader come chunked or in pieces (int64 ids, checked there;
@@ -164,6 +196,10 @@ class Graph:
             _check_weights(w, name)
         if device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', not {device!r}")
+        if not directed:  # the one place where an undirected graph becomes directed
+            src, dst, w = _both_directions(src, dst, w)
+        # a node whose weights add up beyond float64: scaled (exactly) to finite sums
+        src, dst, w = build.finite_weight_sums(src, dst, w)
         if device == "gpu":
             from webrank.build_gpu import edge_csr_on_device
 
@@ -205,6 +241,7 @@ class Graph:
         duplicates: Duplicates = "collapse",
         name: str | None = None,
         device: Literal["cpu", "gpu"] = "cpu",
+        directed: bool = True,
     ) -> Graph:
         """Build a graph from an edge table: pandas, Polars, pyarrow, or any Arrow stream.
 
@@ -237,6 +274,9 @@ class Graph:
             Shown in messages and reports.
         device : {"cpu", "gpu"}, default "cpu"
             Where the CSR is built (see :meth:`from_edges`).
+        directed : bool, default True
+            False: each row is an undirected edge, linking both ways (see
+            :meth:`from_edges`).
 
         Returns
         -------
@@ -252,7 +292,8 @@ class Graph:
         TypeError
             ``df`` is not a table.
         ValueError
-            An unknown ``labels``, ``node_ids`` or ``duplicates`` value.
+            An unknown ``labels``, ``node_ids`` or ``duplicates`` value, or a
+            ``directed`` other than True/False.
 
         Examples
         --------
@@ -279,7 +320,8 @@ class Graph:
         src, dst, w, node_labels = edge_columns(table, source, target, weight,
                                                 labels=labels, name=name)
         return cls.from_edges(src, dst, w, node_ids=node_ids, labels=node_labels,
-                              duplicates=duplicates, name=name, device=device)
+                              duplicates=duplicates, name=name, device=device,
+                              directed=directed)
 
     @classmethod
     def from_scipy(
@@ -289,6 +331,7 @@ class Graph:
         weight: bool = True,
         keep_zeros: bool = False,
         name: str | None = None,
+        directed: bool = True,
     ) -> Graph:
         """Build a graph from an adjacency matrix ``A[i, j]`` = weight of link ``i -> j``.
 
@@ -307,6 +350,12 @@ class Graph:
             ``weight=False``, a link of weight 1). Dense arrays store no zeros.
         name : str, optional
             Shown in messages and reports.
+        directed : bool, default True
+            False: ``A`` is the adjacency matrix of an undirected graph, which must be
+            symmetric (the links, and with ``weight`` their weights): ``A[i, j]`` and
+            ``A[j, i]`` are the one edge ``{i, j}``, linking both ways, and ``A[i, i]``
+            a self-loop counted once (networkx's ``from_numpy_array`` and PageRank).
+            The graph is the one ``directed=True`` gives; the flag checks the matrix.
 
         Returns
         -------
@@ -317,11 +366,16 @@ class Graph:
         GraphFormatError
             A matrix that is not 2-D or not square (its shape is in the message), complex
             or non-numeric entries, a NaN, infinite or negative entry (its ``(i, j)`` and
-            value).
+            value); with ``directed=False``, a matrix that is not symmetric (the first
+            ``(i, j)`` where ``A[i, j] != A[j, i]``).
         """
         from webrank.io.tables import adjacency_edges
 
+        if not isinstance(directed, (bool, np.bool_)):
+            raise ValueError(f"directed must be True or False, not {directed!r}")
         row, col, values, n = adjacency_edges(a, keep_zeros=keep_zeros, name=name)
+        if not directed:
+            _check_symmetric(row, col, values if weight else None, name)
         return cls.from_edges(row, col, values if weight else None, node_ids="range",
                               num_nodes=n, name=name)
 
@@ -609,6 +663,11 @@ def as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:
     if arr.dtype.kind == "f":
         if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
             raise GraphFormatError(f"{what} holds non-integer node ids", path=name)
+        out = (arr < 0) | (arr >= 2.0**63)  # checked before the cast would wrap them
+        if out.any():
+            k = int(np.argmax(out))
+            why = "a negative node id" if arr[k] < 0 else "beyond the int64 range of node ids"
+            raise GraphFormatError(f"{what}[{k}] = {float(arr[k])} is {why}", path=name)
         arr = arr.astype(np.int64)
     elif arr.dtype.kind == "u":
         if arr.size and arr.max() > np.iinfo(np.int64).max:
@@ -626,6 +685,87 @@ def as_id_array(a: Any, what: str, name: str | None) -> np.ndarray:
         k = int(np.argmin(arr))
         raise GraphFormatError(f"{what}[{k}] = {arr[k]} is a negative node id", path=name)
     return arr
+
+
+def _check_symmetric(row: np.ndarray, col: np.ndarray, values: np.ndarray | None,
+                     name: str | None) -> None:
+    """Refuse entries ``(row, col, values)`` (each ``(i, j)`` once) of a matrix that is
+    not symmetric, naming the first ``(i, j)``, in row-major order, where ``A[i, j]``
+    and ``A[j, i]`` differ (one of them absent, or of another value)."""
+    by_row = np.lexsort((col, row))
+    by_col = np.lexsort((row, col))  # the transpose's entries, in its row-major order
+    same = (row[by_row] == col[by_col]) & (col[by_row] == row[by_col])
+    if values is not None:
+        same &= values[by_row] == values[by_col]
+    if same.all():
+        return
+    k = int(np.argmin(same))
+    mine = (int(row[by_row[k]]), int(col[by_row[k]]))
+    mirrored = (int(col[by_col[k]]), int(row[by_col[k]]))
+    i, j = min(mine, mirrored)
+    raise GraphFormatError(f"directed=False takes a symmetric matrix (an undirected graph's "
+                           f"adjacency), but A[{i}, {j}] != A[{j}, {i}]", path=name)
+
+
+def _node_policy(node_ids: NodeIds | None, num_nodes: Any, labels: Any) -> NodeIds:
+    """``node_ids`` of :meth:`Graph.from_edges`, its default resolved (``"range"`` where
+    ``num_nodes`` is given, else ``"appear"``) and checked against ``num_nodes``."""
+    if node_ids is None:
+        node_ids = "appear" if num_nodes is None else "range"
+    elif node_ids not in ("appear", "range"):
+        raise ValueError(f"node_ids must be 'appear' or 'range', not {node_ids!r}")
+    if num_nodes is None:
+        return node_ids
+    if (isinstance(num_nodes, (bool, np.bool_)) or not isinstance(num_nodes, (int, np.integer))
+            or num_nodes < 0):
+        raise ValueError(f"num_nodes must be a non-negative integer, not {num_nodes!r}")
+    if labels is not None:
+        if num_nodes != len(labels):
+            raise ValueError(f"num_nodes={num_nodes} but there are {len(labels)} labels: "
+                             "with labels, every label is a node (leave num_nodes out)")
+    elif node_ids == "appear":
+        raise ValueError(
+            f"num_nodes={num_nodes} makes the nodes 0..{num_nodes - 1}, but node_ids='appear' "
+            "makes them the ids that occur in an edge: leave node_ids out (or pass 'range') "
+            "to keep num_nodes nodes, or leave num_nodes out")
+    return node_ids
+
+
+def _both_directions(src: Any, dst: Any, w: Any) -> tuple[Any, Any, Any]:
+    """The directed edges of the undirected edges ``{src[k], dst[k]}``: ``src[k] ->
+    dst[k]`` then ``dst[k] -> src[k]`` for each k in turn (the reverse left out for a
+    self-loop), weights to both. Kept in that order, the last listing of an edge is the
+    last of both its directions (what ``duplicates="collapse"`` keeps). On the host;
+    columns in pieces (for a build on the GPU) stay in pieces, chunked ones are joined."""
+    from webrank import build
+
+    if isinstance(src, build.Pieces) and isinstance(dst, build.Pieces):
+        sizes = [a.size for a in src.arrays]
+        if ([a.size for a in dst.arrays] == sizes
+                and (w is None or (isinstance(w, build.Pieces)
+                                   and [a.size for a in w.arrays] == sizes))):
+            parts = [_interleave(s, d, None if w is None else x) for s, d, x in
+                     zip(src.arrays, dst.arrays,
+                         [None] * len(sizes) if w is None else w.arrays, strict=True)]
+            return (build.Pieces([p[0] for p in parts]), build.Pieces([p[1] for p in parts]),
+                    None if w is None else build.Pieces([p[2] for p in parts]))
+    return _interleave(build.joined(src), build.joined(dst), build.joined(w))
+
+
+def _interleave(src: np.ndarray, dst: np.ndarray, w: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``src[0] -> dst[0], dst[0] -> src[0], src[1] -> dst[1], ...`` (no reverse of a
+    self-loop), and the weights repeated alike."""
+    both_src = np.column_stack([src, dst]).ravel()
+    both_dst = np.column_stack([dst, src]).ravel()
+    both_w = None if w is None else np.repeat(np.asarray(w), 2)
+    loops = src == dst
+    if loops.any():
+        keep = np.ones(both_src.size, dtype=bool)
+        keep[1::2] = ~loops
+        both_src, both_dst = both_src[keep], both_dst[keep]
+        both_w = None if both_w is None else both_w[keep]
+    return both_src, both_dst, both_w
 
 
 def _compact_ids(

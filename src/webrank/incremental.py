@@ -68,8 +68,8 @@ frontier global, even when nodes become dangling or stop being dangling.
 2. *Dynamic frontier* (cf. Sahu, Kothapalli, Banerjee, "DF-P PageRank", 2024). The
    first active rows are the out-neighbours (in the new graph) of every source of a
    changed edge (its ``1/out-degree`` changed), the targets of removed edges, and the new
-   nodes. Each step recomputes the active rows from the previous iterate (Jacobi, in
-   Numba: :mod:`webrank.backends.frontier`) and adds each row's change to its
+   nodes. Each step recomputes the active rows from the previous iterate (Jacobi, on the
+   CPU: :mod:`webrank.backends.frontier`) and adds each row's change to its
    not-yet-propagated change ``acc``; rows whose ``acc`` exceeds the frontier tolerance
    ``tau`` activate their out-neighbours for the next step and reset ``acc``. Because
    every recompute reads current values, a row's residual is at most ``alpha`` times the
@@ -104,7 +104,7 @@ dangling mass frozen at its warm-start value ``D0``; the change of the true dang
 mass is a global error that the verification steps remove at rate ``alpha`` per step.
 Still correct, but with less saving; ``info["dangling_exact"]`` says which case ran.
 
-Device. The frontier phase runs on the CPU (Numba), where the scores already are; the
+Device. The frontier phase runs on the CPU, where the scores already are; the
 verification steps run on ``device`` (the GPU's fused step when it is chosen). The
 frontier phase touches few rows per step and is latency bound; it is not ported to the
 GPU.
@@ -398,7 +398,7 @@ def update(
 
     See the module docstring for the rules and the algorithm: a warm start from the
     previous scores, a dynamic-frontier phase that recomputes only the rows the change
-    reaches (CPU, Numba), then full power steps of the new graph until the residual
+    reaches (CPU), then full power steps of the new graph until the residual
     ``||x_k - x_{k-1}||`` is below ``tol`` — the stopping test of :func:`webrank.pagerank`.
 
     Parameters
@@ -595,8 +595,8 @@ def _frontier_phase(edit: _Edit, y: np.ndarray, b: np.ndarray, alpha: float, tol
     stats: dict[str, Any] = {"frontier_sizes": [], "frontier_rows": 0, "frontier_steps": 0,
                              "frontier_tol": None, "residual_bound": float("nan")}
     op = make_frontier_operator(new, alpha=alpha, out_links=_out_csr(new)) if enabled else None
-    if op is None or "frontier" not in op.capabilities:
-        stats["frontier_stop"] = "disabled" if not enabled else "numba missing"
+    if op is None:
+        stats["frontier_stop"] = "disabled"
         return stats
     total = float(y.sum())  # y is in units of total * x
     if frontier_tol is None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 
-from webrank.errors import HostMemoryError
+from webrank.errors import GraphFormatError, HostMemoryError
 
-__all__ = ["NODE_BYTES", "available_bytes", "check_fits", "check_node_memory", "format_bytes",
-           "meminfo"]
+__all__ = ["NODE_BYTES", "available_bytes", "check_claim", "check_fits", "check_mtx_entries",
+           "check_node_memory", "format_bytes", "meminfo"]
 
 
 def meminfo(field: str) -> int | None:
@@ -84,3 +84,65 @@ def check_node_memory(n: int, m: int, from_ids: bool, name: str | None) -> None:
     hint = ("node_ids='appear' (CLI: --node-ids appear) keeps only the ids that occur"
             if from_ids else f"is the declared size right? the file has {m:,} links")
     check_fits(NODE_BYTES * n, f"{cause} for {m:,} links", hint, path=name)
+
+
+def check_claim(count: int, unit: str, source: str, *, path: str | None,
+                item_bytes: float, min_bits: float = 0, file_bytes: int | None = None,
+                room: str | None = None, hint: str = "") -> None:
+    """A count a file claims (nodes, arcs, entries, rows), checked before anything is
+    allocated for it.
+
+    Parameters
+    ----------
+    count : int
+        The claim.
+    unit, source : str
+        What is counted ("nodes") and what claims it ("the 'nodes' property"), for the
+        message: "SOURCE claims COUNT UNIT".
+    path : str or None
+        The file, for the message.
+    item_bytes : float
+        Host bytes each of them takes once read.
+    min_bits, file_bytes : optional
+        Each takes at least ``min_bits`` bits of the ``file_bytes`` the file has (None:
+        the bytes bound nothing, a compressed stream say).
+    room : str, optional
+        What holds the ``file_bytes`` (default "the file's N bytes").
+
+    Raises
+    ------
+    GraphFormatError
+        The file's bytes cannot hold that many.
+    HostMemoryError
+        ``count * item_bytes`` exceed the memory available now.
+    """
+    claim = f"{source} claims {count:,} {unit}"
+    if file_bytes is not None and min_bits > 0 and count * min_bits > 8 * file_bytes:
+        most = int(8 * file_bytes // min_bits)
+        where = room or f"the file's {file_bytes:,} bytes"
+        raise GraphFormatError(f"{claim}, but {where} hold at most {most:,}", path=path)
+    check_fits(int(count * item_bytes), claim, hint, path=path)
+
+
+#: host bytes an entry of a Matrix Market file takes in scipy.io.mmread and the build
+#: (row and column indices, the value, the edge columns)
+_MTX_ENTRY_BYTES = 48
+
+
+def check_mtx_entries(head: bytes, *, path: str | None, file_bytes: int | None) -> None:
+    """The entry count on the size line of a ``coordinate`` Matrix Market file (``head``:
+    its first bytes, banner and comments included), checked by :func:`check_claim`
+    before SciPy allocates that many: each entry takes a line of at least 4 bytes
+    (``"1 1\\n"``) of the ``file_bytes`` (None for a compressed file: then only the
+    memory bounds it). A size line not in ``head`` is left to the reader."""
+    for line in head.split(b"\n")[1:]:
+        text = line.strip()
+        if not text or text.startswith(b"%"):
+            continue
+        fields = text.split()
+        if len(fields) != 3 or not fields[2].isdigit():
+            return  # malformed: the reader says where
+        check_claim(int(fields[2]), "entries", "the size line", path=path,
+                    item_bytes=_MTX_ENTRY_BYTES, min_bits=32, file_bytes=file_bytes,
+                    hint="is the size line right?")
+        return

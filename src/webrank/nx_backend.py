@@ -14,8 +14,14 @@ the same fixed point, the same ``len(G) * tol`` stopping rule on the L1 change, 
 iteration count, a dict keyed by the original nodes and
 :exc:`networkx.PowerIterationFailedConvergence` when NetworkX would raise it. Whatever it
 cannot reproduce exactly (``alpha`` outside [0, 1), negative or non-finite weights or
-personalization values, ...) it declines through :func:`can_run` (or, for edge data, by
-raising ``NotImplementedError`` while converting), and NetworkX runs its own code instead.
+personalization values, ...) it declines: dispatched automatically (backend priority),
+through :func:`should_run`, so NetworkX runs its own code instead; called with
+``backend="webrank"``, by raising an error that names the argument (``ValueError`` for
+a value, ``TypeError`` for a type: ``alpha=-0.5`` is "alpha must be in [0, 1) for the
+webrank backend, not -0.5 ..."), where NetworkX's dispatcher would only say the call is
+not implemented "for the given arguments". Edge data it cannot rank (negative or
+non-numeric weights) is declined while converting, by ``NotImplementedError``, which
+NetworkX chains under its own message when the backend was named.
 
 Options (``nx.config.backends.webrank``): ``device`` ("auto", "cpu", "gpu"; default
 "auto": the GPU when CuPy sees one) and ``dtype`` ("float64" default; "float32" halves
@@ -57,6 +63,7 @@ __all__ = [
     "get_info",
     "on_start_tests",
     "pagerank",
+    "should_run",
 ]
 
 BACKEND_NAME = "webrank"
@@ -108,7 +115,8 @@ def get_info() -> dict[str, Any]:
                     "NetworkX. Runs on the GPU when CuPy sees one (config: device, dtype).\n"
                     "Calls it cannot reproduce exactly (alpha outside [0, 1), negative or\n"
                     "non-finite weights or personalization/nstart/dangling values) run\n"
-                    "with NetworkX instead."
+                    "with NetworkX instead when dispatched automatically; with\n"
+                    "backend='webrank' they raise an error naming the argument."
                 ),
                 "additional_parameters": {},
             },
@@ -222,7 +230,8 @@ def convert_from_nx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=
         raise TypeError(f"expected a networkx graph, not {type(G).__name__}")
     if preserve_edge_attrs:
         raise NotImplementedError("webrank keeps one numeric edge attribute (the weight), "
-                                  "not all edge data")
+                                  "not all edge data (which networkx asks for when weight "
+                                  "is a function)")
     if edge_attrs and len(edge_attrs) > 1:
         raise NotImplementedError(f"webrank keeps one edge attribute, not {list(edge_attrs)}")
     weight, default = next(iter(edge_attrs.items())) if edge_attrs else (None, 1)
@@ -235,7 +244,7 @@ def convert_from_nx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=
         k = first_bad_weight(w)
         if k is not None:
             raise NotImplementedError(
-                f"edge attribute {weight!r} holds {w[k]!r}; webrank needs "
+                f"edge attribute {weight!r} holds {float(w[k])!r}; webrank needs "
                 "finite non-negative weights")
         if np.all(w == 1.0):
             w = None  # all ones: the unweighted kernels compute the same, faster
@@ -319,64 +328,110 @@ def _is_real(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def _mapping_reason(what: str, spec: Any, G: Any, zero_sum_ok: bool) -> str | None:
+#: a declined call: the exception type (ValueError for a value, TypeError for a type)
+#: and the message, which names the argument
+_Reason = tuple[type[Exception], str]
+#: the end of the message for what networkx computes and webrank does not reproduce
+_NX_RUNS_IT = "; networkx's own pagerank (called without backend='webrank') runs it"
+
+
+def _mapping_reason(what: str, spec: Any, G: Any, zero_sum_ok: bool) -> _Reason | None:
     """Why a personalization/nstart/dangling argument can't be reproduced, or None."""
     if spec is None:
         return None
     if not isinstance(spec, Mapping):
-        return f"{what} must be a dict keyed by node (got {type(spec).__name__})"
+        return TypeError, f"{what} must be a dict keyed by node, not a {type(spec).__name__}"
     total = 0.0
     for node, value in spec.items():
         if node not in G:  # networkx ignores keys that are not nodes
             continue
         if not (isinstance(value, numbers.Real) and math.isfinite(value) and value >= 0):
-            return (f"{what}[{node!r}] = {value!r}; webrank needs finite non-negative "
-                    "values")
+            return ValueError, (f"{what}[{node!r}] = {value!r}; the webrank backend needs "
+                                f"finite non-negative values{_NX_RUNS_IT}")
         total += value
     if total == 0 and not zero_sum_ok:
-        return (f"{what} sums to 0 over the graph's nodes (networkx divides by zero and "
-                "iterates on NaN)")
+        return ValueError, (f"{what} sums to 0 over the graph's nodes (networkx divides by "
+                            "zero and iterates on NaN)")
     return None
 
 
-def _pagerank_reason(G, alpha, personalization, max_iter, tol, nstart, weight, dangling):
+def _pagerank_reason(G, alpha, personalization, max_iter, tol, nstart, weight,
+                     dangling) -> _Reason | None:
     """Why webrank can't reproduce this ``nx.pagerank`` call exactly, or None."""
     if not isinstance(G, nx.Graph | ConvertedGraph):
-        return f"G must be a networkx graph, not {type(G).__name__}"
-    if not (_is_real(alpha) and 0 <= alpha < 1):
-        return f"alpha must be a number in [0, 1) (got {alpha!r})"
-    if not (isinstance(max_iter, numbers.Integral) and not isinstance(max_iter, bool)
-            and max_iter >= 0):
-        return f"max_iter must be a non-negative integer (got {max_iter!r})"
-    if not (_is_real(tol) and tol > 0 and math.isfinite(len(G) * tol)):
-        return f"tol must be a positive finite number (got {tol!r})"
+        return TypeError, f"G must be a networkx graph, not a {type(G).__name__}"
+    if not _is_real(alpha):
+        return TypeError, f"alpha must be a number in [0, 1), not {alpha!r}"
+    if not 0 <= alpha < 1:
+        return ValueError, (f"alpha must be in [0, 1) for the webrank backend, not "
+                            f"{alpha!r}{_NX_RUNS_IT}")
+    if not (isinstance(max_iter, numbers.Integral) and not isinstance(max_iter, bool)):
+        return TypeError, f"max_iter must be a non-negative integer, not {max_iter!r}"
+    if max_iter < 0:
+        return ValueError, f"max_iter must be a non-negative integer, not {max_iter!r}"
+    if not _is_real(tol):
+        return TypeError, f"tol must be a positive finite number, not {tol!r}"
+    if not (tol > 0 and math.isfinite(len(G) * tol)):
+        return ValueError, f"tol must be a positive finite number, not {tol!r}"
     if weight is not None:
         try:
             hash(weight)
         except TypeError:
-            return f"weight must be an edge attribute name (got {weight!r})"
+            return TypeError, f"weight must be an edge attribute name or None, not {weight!r}"
         if callable(weight):
-            return "weight must be an edge attribute name, not a function"
+            return TypeError, ("weight must be an edge attribute name or None for the "
+                               f"webrank backend, not a function{_NX_RUNS_IT}")
     if isinstance(G, ConvertedGraph) and weight != G.weight:
-        return (f"the graph was converted with weight={G.weight!r}, not {weight!r}; "
-                "convert it again with this weight")
+        return ValueError, (f"weight={weight!r}, but the graph was converted with "
+                            f"weight={G.weight!r}; convert it again with this weight")
     return (_mapping_reason("personalization", personalization, G, zero_sum_ok=True)
             or _mapping_reason("nstart", nstart, G, zero_sum_ok=False)
             or _mapping_reason("dangling", dangling, G, zero_sum_ok=False))
 
 
-def can_run(name, args, kwargs):
-    """True if webrank can run ``name`` with these arguments exactly as NetworkX would,
-    else a string saying why not (NetworkX then uses its own implementation)."""
-    if name != "pagerank":
-        return f"webrank implements only pagerank, not {name}"
+def _bind(args, kwargs) -> dict[str, Any] | str:
+    """``nx.pagerank``'s arguments by name (defaults filled in), or why they don't bind."""
     try:
         bound = _PAGERANK_SIGNATURE.bind(*args, **kwargs)
     except TypeError as exc:
         return f"arguments do not match networkx.pagerank: {exc}"
     bound.apply_defaults()
-    reason = _pagerank_reason(**bound.arguments)
-    return True if reason is None else reason
+    return bound.arguments
+
+
+def can_run(name, args, kwargs):
+    """True for a ``pagerank`` call whose arguments fit networkx's signature, else a
+    string saying why not.
+
+    Arguments webrank cannot reproduce exactly are not declined here: with
+    ``backend="webrank"`` NetworkX consults only ``can_run``, and its message for a
+    declined call ("not implemented by 'webrank' backend for the given arguments") drops
+    the reason, so :func:`pagerank` raises an error naming the argument instead. When
+    NetworkX picks backends itself, :func:`should_run` declines them and NetworkX runs its
+    own code."""
+    if name != "pagerank":
+        return f"webrank implements only pagerank, not {name}"
+    bound = _bind(args, kwargs)
+    return bound if isinstance(bound, str) else True
+
+
+def should_run(name, args, kwargs):
+    """True if webrank reproduces this call exactly, else a string saying why not: when
+    NetworkX dispatches automatically (``backend_priority``), it then runs its own
+    implementation. On a graph that is already a :class:`ConvertedGraph`, NetworkX
+    consults only :func:`can_run`, and :func:`pagerank` raises the reason instead.
+
+    The results are networkx's, and putting webrank in the backend priority asked for
+    it, so every call webrank can reproduce runs on it. On the CPU, graphs below
+    :data:`webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges take a serial SciPy step and
+    never import Numba, so a first call costs about networkx's own (1.0-1.1x on a
+    200-node graph, ``benchmarks/first_call.py``); on a GPU each step is a kernel launch
+    and the first call starts CUDA."""
+    ok = can_run(name, args, kwargs)
+    if ok is not True:
+        return ok
+    reason = _pagerank_reason(**_bind(args, kwargs))
+    return True if reason is None else reason[1]
 
 
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
@@ -432,14 +487,18 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         Not converged within ``max_iter`` iterations (always for ``max_iter=0``).
     ZeroDivisionError
         ``personalization`` is zero on every node of ``G``.
+    ValueError, TypeError
+        An argument webrank cannot reproduce exactly (a value, a type), named in the
+        message (the reason :func:`should_run` gives, through which NetworkX runs its own
+        implementation instead when it picks the backend itself).
     NotImplementedError
-        An argument webrank cannot reproduce exactly (the reason :func:`can_run`
-        gives); when NetworkX dispatches, it runs its own implementation instead.
+        Edge data webrank cannot rank (see :func:`convert_from_nx`).
     """
     reason = _pagerank_reason(G, alpha, personalization, max_iter, tol, nstart, weight,
                               dangling)
     if reason is not None:
-        raise NotImplementedError(reason)
+        error, message = reason
+        raise error(message)
     if not isinstance(G, ConvertedGraph):  # called directly rather than by networkx
         G = convert_from_nx(G, edge_attrs=None if weight is None else {weight: 1})
     n = len(G)
@@ -536,17 +595,8 @@ class _BackendInterface:
     convert_from_nx = staticmethod(convert_from_nx)
     convert_to_nx = staticmethod(convert_to_nx)
     can_run = staticmethod(can_run)
+    should_run = staticmethod(should_run)
     on_start_tests = staticmethod(on_start_tests)
-
-    @staticmethod
-    def should_run(name, args, kwargs):
-        """Always True: the results are networkx's, and putting webrank in the backend
-        priority asked for it. On the CPU, graphs below
-        :data:`webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges take a serial SciPy step and
-        never import Numba, so a first call costs about networkx's own (1.0-1.1x on a
-        200-node graph, ``benchmarks/first_call.py``); on a GPU each step is a kernel
-        launch and the first call starts CUDA."""
-        return True
 
 
 backend_interface = _BackendInterface()

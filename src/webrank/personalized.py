@@ -58,6 +58,7 @@ from webrank.ranking import (
     as_distribution,
     check_scalar_args,
     dtype_name,
+    is_node,
     prepare_graph,
 )
 
@@ -289,7 +290,7 @@ def personalized_pagerank(
     max_iter: int = 1000,
     criterion: str = "l1",
     dangling: Any = None,
-    weight: bool = True,
+    weight: bool | None = True,
     dtype: str = "float64",
     device: str = "auto",
     batch_size: int | None = None,
@@ -331,8 +332,9 @@ def personalized_pagerank(
         One distribution (as ``pagerank``'s ``dangling``) where dangling nodes send their
         rank in every column. Default: each column's own personalization (networkx's
         ``dangling=None``).
-    weight : bool, default True
-        Use edge weights when the graph has them.
+    weight : bool or None, default True
+        Use edge weights when the graph has them; False or None ranks the links alone
+        (as :func:`webrank.pagerank`'s ``weight``).
     dtype : {"float64", "float32"}, default "float64"
         Storage precision of the block gathered along edges; iterates and sums stay
         float64. float32 steps iterate on the change ``x_k - x_{k-1}`` after the first
@@ -486,7 +488,7 @@ def personalization_matrix(graph: Graph, seeds: Any) -> sp.csc_array:
             try:
                 idx = graph.index_of(np.asarray(keys))
             except KeyError:
-                bad = next(key for key in keys if not _is_node(graph, key))
+                bad = next(key for key in keys if not is_node(graph, key))
                 raise ValueError(f"seed set {c}: node {_py(bad)!r} is not in the graph") \
                     from None
             if not np.all(np.isfinite(weights)) or (weights < 0).any():
@@ -563,14 +565,6 @@ def _top_of_column(xp: Any, x: Any, count: int) -> tuple[np.ndarray, np.ndarray]
         cand, vals = xp.asnumpy(cand), xp.asnumpy(vals)
     order = np.lexsort((cand, -vals))[:count]
     return cand[order].astype(np.int64), vals[order].astype(np.float64)
-
-
-def _is_node(graph: Graph, label: Any) -> bool:
-    try:
-        graph.index_of(np.asarray([label]))
-    except KeyError:
-        return False
-    return True
 
 
 def _py(x: Any) -> Any:

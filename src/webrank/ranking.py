@@ -50,7 +50,7 @@ def pagerank(
     criterion: str = "l1",
     dtype: str = "float64",
     device: str = "auto",
-    weight: bool = True,
+    weight: bool | None = True,
     method: str = "auto",
     raise_on_nonconvergence: bool = True,
     callback: Any = None,
@@ -106,8 +106,12 @@ def pagerank(
         the iterate and all sums stay in float64 (see ``webrank.backends.base``).
     device : {"auto", "cpu", "gpu"}, default "auto"
         ``"auto"`` uses the GPU when CuPy sees one, else the CPU; the result says which.
-    weight : bool, default True
-        Use edge weights when the graph has them; False ranks the link structure only.
+    weight : bool or None, default True
+        Use edge weights when the graph has them; False (or None, networkx's spelling)
+        ranks the link structure only. The weights are the graph's own, given when it is
+        built (``Graph.from_dataframe(df, weight="w")``, ``Graph.from_edges(src, dst,
+        w)``, ``webrank.load(path, weighted=True)``): a column or attribute name here is
+        a ``ValueError`` saying so.
     method : str, default "auto"
         Solver name (see ``webrank.solvers.SOLVERS``): ``"power"``, ``"aitken"``,
         ``"quadratic"``, ``"adaptive"``, ``"fixed"``, ``"gmres"``, ``"bicgstab"``,
@@ -195,8 +199,11 @@ def pagerank(
     _check_options(method, solve, options)
     if not isinstance(graph, Graph) and device != "cpu":
         start_gpu_warmup()  # CUDA's start overlaps with reading the file
-    graph = prepare_graph(graph, weight)
+    graph = prepare_graph(graph, weight, allow_empty=True)
     n = graph.n
+    if n == 0:  # nothing to rank: an empty ranking, as igraph's
+        return empty_result(graph, alpha=alpha, tol=tol, criterion=criterion, dtype=dtype,
+                            method=method)
     v = as_distribution(personalization, graph, "personalization")
     d = as_distribution(dangling, graph, "dangling")
     x0 = as_distribution(nstart, graph, "nstart")
@@ -220,7 +227,7 @@ def pagerank(
                            dtype=dtype, **_backend_options(options, kind))
     op.require(spec.requires, method)
     # the uniform start is made where it is used (no n-vector copy to the device)
-    x0_dev = op.xp.full(n, 1.0 / n) if x0 is None else op.asarray(x0)
+    x0_dev = op.full(1.0 / n) if x0 is None else op.asarray(x0)
     op.prepare_steps()
     op.synchronize()
     t1 = time.perf_counter()
@@ -233,8 +240,7 @@ def pagerank(
     x = out.x
     on_device = op.xp is not np
     if on_device and not out.normalized:  # normalise where the vector is: one pass there
-        total = float(x.sum())
-        x = x / total if total > 0 else x
+        x = op.normalized(x)
     scores = op.to_host(x).astype(np.float64, copy=False)
     if not on_device and not out.normalized:
         total = scores.sum()
@@ -334,18 +340,48 @@ def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
     return picked
 
 
-def prepare_graph(graph: Any, weight: bool) -> Graph:
+def prepare_graph(graph: Any, weight: bool | None, allow_empty: bool = False) -> Graph:
     """The Graph to rank: loaded when given a path, without weights when ``weight`` is
-    False; ValueError for a graph without nodes."""
+    False or None; ValueError for a graph without nodes (unless ``allow_empty``), or for
+    a ``weight`` that is not True, False or None (checked before the graph is read)."""
+    check_weight(weight, graph)
     if not isinstance(graph, Graph):
         from webrank.io import load
 
         graph = load(graph)
     if not weight:
         graph = graph.unweighted()
-    if graph.n == 0:
+    if graph.n == 0 and not allow_empty:
         raise ValueError("the graph has no nodes")
     return graph
+
+
+def empty_result(graph: Graph, *, alpha: float, tol: float, criterion: str, dtype: Any,
+                 method: str) -> PageRankResult:
+    """The ranking of a graph without nodes: no scores, converged in 0 iterations (no
+    residual), error bound 0; ``top`` and ``save`` give empty lists and files."""
+    return PageRankResult(scores=np.zeros(0), iterations=0, converged=True,
+                          residuals=np.zeros(0), elapsed=0.0, device="cpu",
+                          dtype=dtype_name(dtype), method=method, criterion=criterion,
+                          tol=tol, alpha=alpha, device_name=device_name("cpu"), graph=graph)
+
+
+def check_weight(weight: Any, graph: Any = None) -> None:
+    """``weight`` is True, False or None; anything else (networkx's ``weight="weight"``
+    above all) is a ValueError saying where webrank's weights come from."""
+    if weight is None or isinstance(weight, bool | np.bool_):
+        return
+    has = ""
+    if isinstance(graph, Graph):
+        has = (" (this graph has weights)" if graph.is_weighted
+               else " (this graph has none)")
+    what = "the name " if isinstance(weight, str) else ""
+    raise ValueError(
+        f"weight must be True, False or None, not {what}{weight!r}: webrank reads the "
+        f"weights that the graph was built with{has}, given as Graph.from_dataframe(df, "
+        "weight='w'), Graph.from_edges(src, dst, weights) or webrank.load(path, "
+        "weighted=True); weight=True (the default) uses them, False or None ranks the "
+        "links alone")
 
 
 def check_scalar_args(alpha, tol, max_iter, criterion, dtype, device) -> None:
@@ -380,6 +416,28 @@ def dtype_name(dtype: Any) -> str | None:
         return None
 
 
+def not_a_node(graph: Graph, keys: list) -> str:
+    """Says which of ``keys`` (the first) is not a node of ``graph``, printed as the
+    caller gave it ('nope', not NumPy's ``np.str_('nope')``), and what the nodes are."""
+    bad = next((key for key in keys if not is_node(graph, key)), keys[0])
+    if graph.labels is None or graph.n == 0:
+        nodes = f"the nodes are 0..{graph.n - 1}"
+    else:
+        first = graph.labels[0]
+        first = first.item() if isinstance(first, np.generic) else first
+        nodes = f"the nodes are labels such as {first!r}"
+    return f"{bad!r} is not a node ({nodes})"
+
+
+def is_node(graph: Graph, label: Any) -> bool:
+    """Whether ``label`` is a node of ``graph`` (a label, or an id of an unlabelled graph)."""
+    try:
+        graph.index_of(np.asarray([label]))
+    except KeyError:
+        return False
+    return True
+
+
 def as_distribution(spec: Any, graph: Graph, what: str) -> np.ndarray | None:
     """A normalised float64 vector from an array or a {label: weight} mapping."""
     if spec is None:
@@ -388,10 +446,11 @@ def as_distribution(spec: Any, graph: Graph, what: str) -> np.ndarray | None:
     if isinstance(spec, Mapping):
         vec = np.zeros(n)
         if spec:
+            keys = list(spec.keys())
             try:
-                idx = graph.index_of(np.asarray(list(spec.keys())))
-            except KeyError as exc:
-                raise ValueError(f"{what}: {exc.args[0]}") from None
+                idx = graph.index_of(np.asarray(keys))
+            except KeyError:
+                raise ValueError(f"{what}: {not_a_node(graph, keys)}") from None
             vals = np.asarray(list(spec.values()), dtype=np.float64)
             np.add.at(vec, idx, vals)
     else:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from webrank.graph import Graph
+
+if TYPE_CHECKING:
+    from webrank.certify import CertifiedPlace
 
 __all__ = ["SCORE_SUFFIXES", "PageRankResult", "load_scores"]
 
@@ -54,8 +57,8 @@ class PageRankResult:
     >>> r = webrank.pagerank(g, tol=1e-10)
     >>> r.error_bound < 1e-9
     True
-    >>> [node for node, _ in r.certified_top(3)]
-    [1, 2, 0]
+    >>> [(p.node, p.first, p.last) for p in r.certified_top(3)]
+    [(1, 1, 1), (2, 2, 2), (0, 3, 3)]
     """
 
     scores: np.ndarray
@@ -95,20 +98,31 @@ class PageRankResult:
                                       self.personalization, self.dangling)
         return self._bound
 
-    def certified_top(self, k: int = 10) -> list[tuple[Any, float]]:
-        """The leading positions of :meth:`top` (at most ``k``) that :attr:`error_bound`
-        guarantees, node and place: each lies above a gap larger than the bound, and so
-        do all before it. Exact or near ties end the list (their order is not known)."""
-        from webrank.certify import certified_prefix
+    def certified_top(self, k: int = 10) -> list[CertifiedPlace]:
+        """The leading nodes of :meth:`top` (at most ``k``) that :attr:`error_bound`
+        certifies, as :class:`~webrank.certify.CertifiedPlace` ``(node, score, first,
+        last)``: the places (1 = best) each can hold in the exact ranking.
 
-        idx = certified_prefix(self.scores, self.error_bound, k)
+        The list is, as a set, exactly the top ``len(list)`` pages of the exact PageRank.
+        ``first == last`` (``.certain_place``) is a place certain; pages whose scores lie
+        within the bound of each other (an exact tie, as cnr-2000's top two) form a tie
+        group sharing a range of places: their set is certain, their order is not (and
+        for an exact tie has none). The list stops before a group that reaches past
+        ``k``. How the bound gives places: :mod:`webrank.certify`."""
+        from webrank.certify import CertifiedPlace, certified_places
+
+        idx, first, last = certified_places(self.scores, self.error_bound, k)
         labels = self.labels
-        return [(_py(labels[i]), float(self.scores[i])) for i in idx]
+        return [CertifiedPlace(_py(labels[i]), float(self.scores[i]), int(a), int(b))
+                for i, a, b in zip(idx, first, last, strict=True)]
 
     @property
     def residual(self) -> float:
-        """The last residual (NaN if no iteration ran)."""
-        return float(self.residuals[-1]) if len(self.residuals) else float("nan")
+        """The last residual (NaN if no iteration ran; 0 for a graph without nodes, whose
+        empty ranking is exact)."""
+        if len(self.residuals):
+            return float(self.residuals[-1])
+        return 0.0 if self.scores.size == 0 else float("nan")
 
     @property
     def labels(self) -> np.ndarray:

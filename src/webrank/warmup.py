@@ -1,14 +1,15 @@
-"""Fill the compiled-kernel caches once, so that no run waits for a compiler.
+"""Fill CuPy's kernel cache for the GPU paths that still compile on first use.
 
-webrank's CPU kernels are compiled by Numba and its GPU kernels by NVRTC (through CuPy)
-the first time a process uses them after an install or an upgrade; both compilers keep
-what they made on disk (Numba: ``__pycache__`` beside the modules or
-``NUMBA_CACHE_DIR``; CuPy: ``~/.cupy/kernel_cache`` or ``CUPY_CACHE_DIR``), and every
-later process loads it instead. :func:`fill_caches` (CLI: ``webrank warmup``) runs every
-path a ranking may take on small generated graphs, one fresh process per group of
-kernels and the groups side by side on the machine's cores, with the size thresholds
-that pick the parallel kernels lowered so that the small graphs take them too. Run it
-once after ``pip install`` (in a container image's build step, say).
+webrank's CPU kernels and its own CUDA kernels are compiled when the package is built
+(``native/``, :mod:`webrank.kernels.cuda_prebuilt`): a first ranking waits for no
+compiler. What still compiles on first use, once per machine, is CuPy's own array
+operations on the GPU paths off the default one (Krylov and extrapolation methods,
+fixed point, personalized batches, incremental updates), and webrank's CUDA kernels on a
+GPU whose architecture has no prebuilt binary. :func:`fill_caches` (CLI: ``webrank
+warmup``) runs those paths on small generated graphs, one fresh process per group, side
+by side on the machine's cores, so that CuPy's on-disk cache (``~/.cupy/kernel_cache``
+or ``CUPY_CACHE_DIR``) holds them; useful in a container image's build step, not needed
+otherwise.
 """
 
 from __future__ import annotations
@@ -22,24 +23,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CPU_TASKS", "GPU_TASKS", "fill_caches"]
+__all__ = ["GPU_TASKS", "fill_caches"]
 
-#: groups of CPU kernels, each warmed in its own process
-CPU_TASKS = ("read", "power", "power-float32", "gauss-seidel", "krylov", "adaptive-fixed",
-             "personalized", "update")
-#: groups of GPU kernels
+#: groups of GPU paths, each warmed in its own process
 GPU_TASKS = ("gpu-load", "gpu-float64", "gpu-float32", "gpu-methods", "gpu-personalized")
 
 
-def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = None,
+def fill_caches(jobs: int | None = None,
                 report: Callable[[str, float, bool], None] | None = None
                 ) -> dict[str, dict[str, Any]]:
-    """Compile the kernels of ``devices`` ("cpu", "gpu") into the on-disk caches.
+    """Compile the GPU paths' on-first-use kernels into CuPy's on-disk cache.
 
     Parameters
     ----------
-    devices : tuple of str, default ("cpu", "gpu")
-        The devices to warm; "gpu" is skipped where no GPU is usable.
     jobs : int, optional
         Processes at once (default: the CPUs this process may use).
     report : callable, optional
@@ -51,17 +47,9 @@ def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = No
         Per task: ``{"seconds": float, "ok": bool, "error": str}`` (the last lines of
         a failed task's output).
     """
-    unknown = set(devices) - {"cpu", "gpu"}
-    if unknown:
-        raise ValueError(f"devices must be 'cpu' and/or 'gpu', not {sorted(unknown)}")
-    tasks = list(CPU_TASKS) if "cpu" in devices else []
-    if "gpu" in devices:
-        from webrank.backends import gpu_available
+    from webrank.kernels.native import available_cpus
 
-        if gpu_available():
-            tasks += GPU_TASKS
-    from webrank.kernels.cpu import available_cpus  # (imports no Numba)
-
+    tasks = list(GPU_TASKS)
     jobs = jobs or available_cpus()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="webrank-warmup-") as tmp:
@@ -82,15 +70,12 @@ def fill_caches(devices: tuple[str, ...] = ("cpu", "gpu"), jobs: int | None = No
 
 
 def _lower_thresholds() -> None:
-    """Let small files, edge lists and graphs take the parallel reader, build and
-    kernels (this process only), so that a few thousand links compile them all."""
-    from webrank import build
-    from webrank.io import edgelist
-    from webrank.kernels import cpu
+    """Let small files and graphs take the paths of large ones (this process only), so
+    that a few thousand links compile what they run: a small file loaded for the GPU
+    takes the device build of large ones rather than the host's."""
+    from webrank import build_gpu
 
-    build.PARALLEL_BUILD_EDGES = 1
-    edgelist.PARALLEL_PARSE_BYTES = 1
-    cpu.SMALL_GRAPH_EDGES = 0
+    build_gpu.HOST_BUILD_EDGES = 0
 
 
 def _graphs() -> tuple[Any, Any]:
@@ -112,8 +97,8 @@ def _task(name: str, folder: Path) -> None:
 
     g, gw = _graphs()
     tol = 1e-8
-    if name in ("read", "gpu-load"):
-        device = "gpu" if name == "gpu-load" else "cpu"
+    if name == "gpu-load":
+        device = "gpu"
         src, dst, _ = g.edges()
         for header, weighted in ((False, False), (True, True)):
             path = folder / f"{name}-{int(weighted)}.txt"
@@ -121,34 +106,10 @@ def _task(name: str, folder: Path) -> None:
                      for a, b in zip(src.tolist(), dst.tolist(), strict=True)]
             path.write_text(("src\tdst\n" if header else "") + "\n".join(lines) + "\n")
             host = webrank.load(path)
-            graph = host if device == "cpu" else webrank.load(path, device=device)
-            webrank.pagerank(graph, device=device, tol=tol)
+            webrank.pagerank(webrank.load(path, device=device), device=device, tol=tol)
             cache = path.with_suffix(".npz")  # (read for the GPU: checked there)
             webrank.save_graph(host, cache)
             webrank.pagerank(webrank.load(cache, device=device), device=device, tol=tol)
-    elif name in ("power", "power-float32"):
-        dtype = "float32" if name == "power-float32" else "float64"
-        for graph in (g, gw):
-            for engine in ("pull", "blocked"):
-                webrank.pagerank(graph, method="power", device="cpu", dtype=dtype, tol=tol,
-                                 engine=engine)
-    elif name == "gauss-seidel":
-        for graph in (g, gw):
-            webrank.pagerank(graph, method="gauss-seidel", device="cpu", tol=tol)
-    elif name == "krylov":
-        for method in ("gmres", "bicgstab", "aitken", "quadratic"):
-            webrank.pagerank(g, method=method, device="cpu", tol=tol)
-    elif name == "adaptive-fixed":
-        webrank.pagerank(g, method="adaptive", device="cpu", tol=tol)
-        webrank.pagerank(g, method="fixed", device="cpu", tol=tol)
-        webrank.pagerank(g, method="fixed", device="cpu", tol=tol, skip_converged=True)
-    elif name == "personalized":
-        seeds = [[0], [1, 2], [3]]
-        webrank.personalized_pagerank(g, seeds, device="cpu", tol=tol)
-    elif name == "update":
-        src, dst, _ = g.edges()
-        r = webrank.pagerank(g, device="cpu", tol=tol)
-        webrank.update(r, g, added_edges=[(int(src[0]), int(dst[-1]))], tol=tol)
     elif name in ("gpu-float64", "gpu-float32"):
         from webrank.backends.base import GPU_ENGINES
 

@@ -112,8 +112,8 @@ class Operator:
 
     name: str = "?"
     xp: Any = np
-    #: what runs its steps: "numba" or "scipy" (the CPU's parallel or serial step), "cuda"
-    #: (a GPU engine); the batch operators' "numba", "spmm" or "cuda-fused"
+    #: what runs its steps: "native" or "scipy" (the CPU's parallel or serial step), "cuda"
+    #: (a GPU engine); the batch operators' "native", "spmm" or "cuda-fused"
     kernel: str = "?"
     #: what the operator offers beyond its basic step, which a solver or feature may
     #: :meth:`require`: "sweep" (Gauss-Seidel, :meth:`PageRankOperator.sweeps`),
@@ -142,6 +142,15 @@ class Operator:
     def synchronize(self) -> None:
         """Wait for queued device work (no-op on the CPU)."""
         return None
+
+    def full(self, value: float) -> Any:
+        """An n-vector of float64 ``value`` on this backend (the uniform start)."""
+        return self.xp.full(self.n, value, dtype=np.float64)
+
+    def normalized(self, x: Any) -> Any:
+        """``x`` divided by its sum where that is positive, else ``x``, on this backend."""
+        total = float(x.sum())
+        return x / total if total > 0 else x
 
     def require(self, capability: str | None, method: str) -> None:
         """ValueError, before any work, when ``method`` needs a capability this operator

@@ -6,12 +6,12 @@ blocking); a batch operator owns the batch's device arrays and runs its steps (s
 :mod:`webrank.personalized` for the math). Three implementations, one interface
 (:class:`BatchOperator`: ``start``, ``step``, ``compact``):
 
-* :class:`CPUBatchOperator`: the fused Numba step (:mod:`webrank.kernels.cpu_ppr`) over a
-  row-major block; a one-column block runs pagerank's own scalar step
+* :class:`CPUBatchOperator`: the fused compiled step (:mod:`webrank.kernels.cpu_ppr`) over
+  a row-major block; a one-column block runs pagerank's own scalar step
   (:func:`webrank.kernels.cpu.fused_step`), so a column's arithmetic is the same whatever
   its batch;
 * :class:`ArrayBatchOperator`: ``csr @ block`` (SciPy) and array operations, the CPU step
-  without Numba;
+  of the array path (tests run it: :data:`USE_NATIVE`);
 * :class:`~webrank.backends.gpu_batch.GPUBatchOperator`: the fused CUDA step
   (:mod:`webrank.kernels.cuda_ppr`).
 
@@ -37,9 +37,9 @@ __all__ = ["ArrayBatchOperator", "Batch", "BatchOperator", "CPUBatchOperator",
 
 # CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
 CPU_BATCH_BYTES = 2 * 2**30
-# None: the Numba step where Numba imports; False forces the array step on the CPU too
-# (tests run the GPU's array code path with it)
-USE_NUMBA: bool | None = None
+# None or True: the compiled step; False forces the array step on the CPU too (tests run
+# the GPU's array code path with it)
+USE_NATIVE: bool | None = None
 
 
 @dataclass
@@ -127,9 +127,9 @@ class BatchOperator(Operator):
 
 
 class CPUBatchOperator(BatchOperator):
-    """CPU: the fused Numba step over a row-major block."""
+    """CPU: the fused compiled step over a row-major block."""
 
-    kernel = "numba"
+    kernel = "native"
 
     def __init__(self, graph, dtype, alpha, shared_d) -> None:
         super().__init__(graph, np, dtype, alpha, shared_d, "C")
@@ -162,19 +162,19 @@ class CPUBatchOperator(BatchOperator):
         from webrank.kernels import cpu_ppr
 
         cv, cd = self.coefficients(block)
-        # (quantity, column, chunk): each column's chunk sums are added along a
-        # contiguous row, in the order NumPy adds pagerank's chunk sums (pairwise)
+        # (quantity, column, chunk): each column's chunk sums are added in the order
+        # pagerank's scalar step adds its own (cpu_ppr.chunk_totals)
         partial = np.zeros((3, b, self.bounds.size - 1))
         v = block.vdev
         cpu_ppr.block_step(self.graph.indptr, self.graph.indices, self.vals, block.g,
                            block.x, v.indptr, v.indices, v.data, cv, self.d_arg, cd,
                            self.inv_out, self.alpha, block.delta, CRITERION_CODE[criterion],
                            self.bounds, x_out, g_out, partial)
-        res = partial[0].max(axis=1) if criterion == "linf" else partial[0].sum(axis=1)
+        res, dmass, mass = cpu_ppr.chunk_totals(partial, CRITERION_CODE[criterion])
         # the old buffers become the next step's outputs
         self._out[key] = (block.x, block.g)
         x_new, block.g = x_out, g_out
-        self.after_step(block, x_new, partial[1].sum(axis=1), partial[2].sum(axis=1))
+        self.after_step(block, x_new, dmass, mass)
         return res
 
     def _single_step(self, block, criterion, x_out, g_out):
@@ -200,7 +200,7 @@ class CPUBatchOperator(BatchOperator):
 
 
 class ArrayBatchOperator(BatchOperator):
-    """``csr @ block`` (SciPy) + array operations: the CPU step without Numba."""
+    """``csr @ block`` (SciPy) + array operations: the array step (CPU or GPU arrays)."""
 
     kernel = "spmm"
 
@@ -252,10 +252,10 @@ class ArrayBatchOperator(BatchOperator):
 
 def cpu_batch_operator(graph: Graph, dtype: str, alpha: float,
                        shared_d: np.ndarray | None) -> BatchOperator:
-    """The block operator of ``graph`` on the CPU: the Numba step, or (without Numba)
-    SciPy's SpMM and NumPy. (The GPU's: :func:`webrank.backends.gpu_batch.
+    """The block operator of ``graph`` on the CPU: the compiled step, or (``USE_NATIVE``
+    False) SciPy's SpMM and NumPy. (The GPU's: :func:`webrank.backends.gpu_batch.
     gpu_batch_operator`; both behind :func:`webrank.backends.make_batch_operator`.)"""
-    if kernels.HAVE_NUMBA if USE_NUMBA is None else USE_NUMBA:
+    if USE_NATIVE is None or USE_NATIVE:
         return CPUBatchOperator(graph, dtype, alpha, shared_d)
     vals = graph.transition_values()
     data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)

@@ -2,15 +2,15 @@
 
 The fused power step (:mod:`webrank.kernels.cpu`) is, by ``engine``:
 
-* ``"pull"``: the parallel Numba kernel over the in-link CSR (each row gathers its
+* ``"pull"``: the parallel compiled kernel over the in-link CSR (each row gathers its
   sources' values);
-* ``"blocked"``: the parallel Numba kernel over the partition-centric layout
+* ``"blocked"``: the parallel compiled kernel over the partition-centric layout
   (:class:`~webrank.kernels.cpu.CPUBlockedLayout`: rows in cache-sized partitions, each
   source's value read once per partition and added to its run of rows), built once per
   graph and kept in its cache;
 * ``"auto"`` (default): the serial SciPy step below
-  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges (a small graph is ranked without
-  importing Numba); above it, blocked when the solve is expected to take enough steps to
+  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges (a parallel step's thread start
+  outweighs its gain there); above it, blocked when the solve is expected to take enough steps to
   repay the layout's build (:data:`BLOCKED_MIN_STEPS`), else pull.
 """
 
@@ -44,10 +44,11 @@ class CPUOperator(PageRankOperator):
 
     Attributes
     ----------
-    kernel : {"numba", "scipy"}
+    kernel : {"native", "scipy"}
         The power step's implementation, chosen once from the edge count by
-        :func:`webrank.kernels.cpu.use_numba` (or by an explicit ``engine``): the
-        parallel Numba kernels, or the serial SciPy step of small graphs.
+        :func:`webrank.kernels.cpu.use_native` (an explicit ``engine`` takes the
+        compiled kernels): the parallel compiled kernels, or the serial SciPy step of
+        small graphs.
     """
 
     capabilities = frozenset({"sweep", "adaptive", "fixed_point"})
@@ -85,9 +86,8 @@ class CPUOperator(PageRankOperator):
         self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
         self._partial = np.zeros((self._bounds.size, 3))
         self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
-        numba = (kernels.use_numba(graph.num_edges) if engine == "auto"
-                 else kernels.numba_kernels() is not None)
-        self.kernel = "numba" if numba else "scipy"
+        native = kernels.use_native(graph.num_edges) if engine == "auto" else True
+        self.kernel = "native" if native else "scipy"
         self.engine = engine
         self.info["kernel"] = self.kernel
 
@@ -100,7 +100,7 @@ class CPUOperator(PageRankOperator):
         short, and BLAS's worker threads busy-wait after each one (OpenBLAS for ~0.1 s)
         on the cores the kernels' threads need: GMRES on soc-Epinions1 at alpha 0.99
         took 1.06 s with them, 0.56 s with one BLAS thread, on 2 cores."""
-        if self.kernel != "numba":
+        if self.kernel != "native":
             return contextlib.nullcontext()
         try:
             from threadpoolctl import threadpool_limits
@@ -128,7 +128,7 @@ class CPUOperator(PageRankOperator):
 
     def propagate(self, x: Any) -> np.ndarray:
         xs = x if self._vals.size else x * self._inv_out
-        if self.kernel == "numba":  # rows in parallel, each summed in order: SciPy's bits
+        if self.kernel == "native":  # rows in parallel, each summed in order: SciPy's bits
             g = self.graph
             return kernels.row_range_sums(g.indptr[:-1], g.indptr[1:], g.indices,
                                           self._vals, xs, np.empty(self.n))
@@ -150,12 +150,12 @@ class CPUOperator(PageRankOperator):
         steps = 0
         delta = False
         mass = 0.0
-        numba = self.kernel == "numba"
+        native = self.kernel == "native"
         layout = None
-        if numba and self._step_engine(tol, max_steps) == "blocked":
+        if native and self._step_engine(tol, max_steps) == "blocked":
             layout = self._blocked_layout()
             partial = np.zeros((layout.part_ptr.size, 3))
-        elif not numba:
+        elif not native:
             matrix, dangling = self._pt(), np.flatnonzero(self._dangling)
         terms = kernels.StepTerms(v=self._v_k, d=self._d_k, inv_out=self._inv_out,
                                   alpha=self.alpha, crit=crit)
@@ -164,7 +164,7 @@ class CPUOperator(PageRankOperator):
                 res, dm, mass = kernels.blocked_step(
                     layout, terms, xs=xs, x=x, dm=dm, mass=mass, delta=delta, x_out=x_next,
                     xs_out=xs_next, partial=partial)
-            elif numba:
+            elif native:
                 res, dm, mass = kernels.fused_step(
                     g.indptr, g.indices, self._vals, terms, xs=xs, x=x, dm=dm, mass=mass,
                     delta=delta, bounds=self._bounds, x_out=x_next, xs_out=xs_next,
@@ -194,7 +194,7 @@ class CPUOperator(PageRankOperator):
                            converged=converged)
 
     def _step_engine(self, tol: float, max_steps: int) -> str:
-        """The Numba power step for a solve to ``tol`` in at most ``max_steps`` steps
+        """The compiled power step for a solve to ``tol`` in at most ``max_steps`` steps
         (``"auto"``: blocked when its layout is built already or the solve is long
         enough to repay it); recorded in ``info["engine"]``."""
         engine = self.engine
@@ -221,7 +221,7 @@ class CPUOperator(PageRankOperator):
     # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
     @property
     def threads(self) -> int:
-        """Threads the Numba kernels use."""
+        """Threads the parallel CPU kernels use."""
         return kernels.num_threads()
 
     def sweeps(self, x0: Any, *, blocks: int, anderson: int) -> Any:

@@ -3,7 +3,7 @@
 :func:`webrank.update` first recomputes only the rows a batch of edge changes reaches:
 Jacobi steps of the local system ``y = alpha P^T y + b`` over a *dynamic frontier* of
 active rows (the out-neighbours of the rows whose change exceeded a tolerance), with the
-Numba kernels of :mod:`webrank.kernels.cpu_frontier`. The math, the tolerance and the
+compiled kernels of :mod:`webrank.kernels.cpu_frontier`. The math, the tolerance and the
 residual bound are in :mod:`webrank.incremental`; this module runs the loop.
 """
 
@@ -43,8 +43,8 @@ class FrontierOperator(Operator):
     out_links : (ndarray, ndarray)
         The out-link CSR of ``graph``: ``(indptr, targets)``.
 
-    Its capabilities hold "frontier" where Numba imports (the steps are Numba kernels);
-    :meth:`run` requires it.
+    Its capabilities hold "frontier" (the steps are the compiled kernels of
+    :mod:`webrank.kernels.cpu_frontier`, always built); :meth:`run` requires it.
     """
 
     name = "cpu"
@@ -53,8 +53,7 @@ class FrontierOperator(Operator):
                  out_links: tuple[np.ndarray, np.ndarray]) -> None:
         super().__init__(graph, alpha, "float64")
         self.out_links = out_links
-        if cpu_frontier.HAVE_NUMBA:
-            self.capabilities = frozenset({"frontier"})
+        self.capabilities = frozenset({"frontier"})
 
     def run(self, y: np.ndarray, b: np.ndarray, sources: np.ndarray,
             also_active: np.ndarray, *, tau: float, max_steps: int,

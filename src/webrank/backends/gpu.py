@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.arrays import array_module, to_device
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.errors import DeviceMemoryError
-from webrank.graph import Graph, gather_scale
+from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
 from webrank.kernels.cpu import Q63_ULP, kernel_criterion
 from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
@@ -32,24 +33,38 @@ PERSISTENT_BLOCKS_PER_SM = 4
 REORDER_MIN_EDGES = 2**23
 
 
-def heavy_segments(indptr: np.ndarray, threshold: int,
-                    head: int | None = None) -> dict[str, Any]:
+def heavy_segments(indptr: Any, threshold: int,
+                   head: int | None = None) -> dict[str, Any]:
     """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces
-    (``seg_row``/``begin``/``end``), their count, and the mean in-degree of the others.
+    (``seg_row``/``begin``/``end``, host arrays), their count, and the mean in-degree of
+    the others.
 
     ``head`` (the hybrid method) keeps only the first ``head`` in-links of each such row
-    on the GPU; the caller adds the rest of the row's sum itself.
+    on the GPU; the caller adds the rest of the row's sum itself. ``indptr`` on the host
+    is read with NumPy; on the device two kernels find the rows
+    (:func:`webrank.backends.gpu_arrays.heavy_rows`) and only those come back.
     """
-    xp = array_module(indptr)
-    deg = xp.diff(indptr)
-    heavy = deg > threshold
-    light = deg[~heavy]
-    light_mean = float(light.mean()) if light.size else 1.0
-    rows_dev = xp.flatnonzero(heavy)
-    # the heavy rows are few (thousands): cut them on the host
-    rows = host_array(rows_dev).astype(np.int64)
-    row_begin = host_array(indptr[rows_dev]).astype(np.int64)
-    row_deg = host_array(deg[rows_dev]).astype(np.int64)
+    if array_module(indptr) is np:
+        deg = np.diff(indptr)
+        heavy = deg > threshold
+        rows = np.flatnonzero(heavy).astype(np.int64)
+        light_links = int(deg[~heavy].sum(dtype=np.int64))
+        light_rows = int(deg.size - rows.size)
+        row_begin = np.asarray(indptr[rows], dtype=np.int64)
+        row_deg = np.asarray(deg[rows], dtype=np.int64)
+    else:
+        rows, row_begin, row_deg, light_links, light_rows = gpu_arrays.heavy_rows(
+            indptr, threshold)
+    return cut_heavy_rows(rows, row_begin, row_deg, light_links, light_rows, head,
+                          indptr.dtype)
+
+
+def cut_heavy_rows(rows: np.ndarray, row_begin: np.ndarray, row_deg: np.ndarray,
+                   light_links: int, light_rows: int, head: int | None,
+                   ptr_dtype: Any) -> dict[str, Any]:
+    """:func:`heavy_segments` of the rows found (ascending ``rows``, their first in-link
+    and in-degree; the in-links and number of the other rows), on the host: the
+    heavy rows are few (thousands)."""
     covered = row_deg if head is None else np.minimum(row_deg, head)
     nseg = -(-covered // HEAVY_SEGMENT)
     slot = np.repeat(np.arange(rows.size), nseg)
@@ -57,9 +72,21 @@ def heavy_segments(indptr: np.ndarray, threshold: int,
     within = np.arange(slot.size) - np.repeat(first, nseg)
     begin = row_begin[slot] + within * HEAVY_SEGMENT
     end = np.minimum(begin + HEAVY_SEGMENT, (row_begin + covered)[slot])
-    return {"seg_row": rows[slot], "begin": begin.astype(indptr.dtype),
-            "end": end.astype(indptr.dtype), "n_heavy": int(rows.size),
+    # the mean of the light rows' in-degrees, as NumPy's mean gives it
+    light_mean = float(np.float64(light_links) / light_rows) if light_rows else 1.0
+    return {"seg_row": rows[slot], "begin": begin.astype(ptr_dtype),
+            "end": end.astype(ptr_dtype), "n_heavy": int(rows.size),
             "light_mean": light_mean}
+
+
+def edge_values(graph: Graph, dtype: Any) -> Any:
+    """The transition values of a weighted graph's in-links on the device, in ``dtype``:
+    converted on the host and copied up (a host graph), or made on the device from its
+    weights (:func:`gpu_arrays.transition_values`)."""
+    if graph.on_gpu:
+        return gpu_arrays.transition_values(graph.indices, graph.weights, graph.out_weight,
+                                            dtype)
+    return to_device(graph.transition_values(), dtype)
 
 
 def host_array(a: Any) -> np.ndarray:
@@ -86,23 +113,23 @@ def on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
 def gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
     """``(pos, gather_indices)``: node j's slot in the gathered vector and the in-link
     indices relabelled to those slots. ``"out-degree"``: slots by decreasing out-degree
-    (ties by id), so the most-read entries share cache lines and stay in L2."""
-    import cupy as cp
-
-    out_degree = cp.bincount(indices, minlength=n)
-    order = cp.argsort(-out_degree.astype(cp.int64))  # CuPy's sort is stable (radix)
-    pos = cp.empty(n, dtype=indices.dtype)
-    pos[order] = cp.arange(n, dtype=indices.dtype)
-    return pos, pos[indices]
+    (ties by id), so the most-read entries share cache lines and stay in L2. Our kernels
+    and CuPy's radix sort, one 64-bit key per node (:func:`gpu_arrays.out_degree_order`)."""
+    if kind != "out-degree":
+        raise ValueError(f"no gather order {kind!r}")
+    return gpu_arrays.out_degree_order(indices, n)
 
 
 def upload_csr(graph: Graph) -> dict[str, Any]:
-    """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs)."""
-
+    """CSR, dangling mask and the 1/out-degree scaling (1 for weighted graphs): the
+    arrays copied up as they are (nothing, for a graph already on the device), the two
+    per-node ones made there from the out-weights by one kernel
+    (:func:`gpu_arrays.node_scale`: ``gather_scale`` and ``out_weight == 0`` in the same
+    bits)."""
     out_weight = to_device(graph.out_weight)
+    inv_out, dangling = gpu_arrays.node_scale(out_weight, graph.is_weighted)
     return {"indptr": to_device(graph.indptr), "indices": to_device(graph.indices),
-            "dangling": out_weight == 0,
-            "inv_out": gather_scale(out_weight, graph.is_weighted)}
+            "dangling": dangling, "inv_out": inv_out}
 
 
 class OnGPU:
@@ -118,6 +145,17 @@ class OnGPU:
     def synchronize(self) -> None:
         """Wait for the work queued on the current stream."""
         self.xp.cuda.get_current_stream().synchronize()
+
+    def full(self, value: float) -> Any:
+        """An n-vector of float64 ``value`` on the device (a fill kernel of ours, not
+        ``cupy.full``, which is compiled on a process's first use)."""
+        return gpu_arrays.full(self.n, value)
+
+    def normalized(self, x: Any) -> Any:
+        """``x / x.sum()`` where the sum is positive, else ``x`` (the sum in a fixed
+        order, the division by a kernel of ours)."""
+        total = gpu_arrays.vector_sums(x)[0]
+        return gpu_arrays.divide(x, total) if total > 0 else x
 
 
 class GPUOperator(OnGPU, PageRankOperator):
@@ -196,13 +234,13 @@ class GPUOperator(OnGPU, PageRankOperator):
         csr_bytes = 0 if graph.on_gpu else graph.indptr.nbytes + graph.indices.nbytes
         self._g = on_device(graph, ("csr",), csr_bytes + 17 * n + work,
                              lambda: upload_csr(graph))
-        tv = graph.transition_values()
-        self._weighted = tv is not None
-        self._vals = cp.zeros(1, dtype=self.dtype) if tv is None else on_device(
-            graph, ("vals", self.dtype.name), tv.size * self.dtype.itemsize,
-            lambda: to_device(tv, self.dtype))
+        self._weighted = graph.weights is not None
+        self._vals = cp.zeros(1, dtype=self.dtype) if not self._weighted else on_device(
+            graph, ("vals", self.dtype.name), graph.num_edges * self.dtype.itemsize,
+            lambda: edge_values(graph, self.dtype))
         self._inv_out = self._g["inv_out"]
-        self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(personalization)
+        self._v = (gpu_arrays.full(n, 1.0 / n) if personalization is None
+                   else cp.asarray(personalization))
         self._d = self._v if dangling is None else cp.asarray(dangling)
         self._sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         #: what the engine did, merged into the result's ``info``
@@ -282,13 +320,10 @@ class GPUOperator(OnGPU, PageRankOperator):
         self._bind_steps()
 
     def _gather_vector(self, x: Any) -> Any:
-        """``x / out_degree`` in the storage dtype and in the gather order."""
-        xs = (x * self._inv_out).astype(self.dtype)
-        if self.reorder is None:
-            return xs
-        out = self.xp.empty_like(xs)
-        out[self._xs_pos] = xs
-        return out
+        """``x / out_degree`` in the storage dtype and in the gather order (one kernel)."""
+        return gpu_arrays.gather_vector(
+            x, self._inv_out, self.dtype, None if self.reorder is None else self._xs_pos,
+            self._g["indices"].dtype)
 
     # -- operator primitives ----------------------------------------------------------
     def teleport(self) -> Any:
@@ -300,12 +335,10 @@ class GPUOperator(OnGPU, PageRankOperator):
     def dangling_mass(self, x: Any) -> float:
         return float(x[self._g["dangling"]].sum())
 
-    def _dangling_weights(self) -> Any:
-        """1.0 at dangling nodes, 0.0 elsewhere (float64): ``x @ w`` is the dangling mass
-        with no host synchronisation."""
-        if "dangling_f" not in self._g:
-            self._g["dangling_f"] = self._g["dangling"].astype(np.float64)
-        return self._g["dangling_f"]
+    def _start_history(self, x: Any, row: Any) -> None:
+        """Row 0 of a step history: ``(inf, dangling mass, mass, L1 norm)`` of ``x``,
+        written on the device (no host synchronisation)."""
+        gpu_arrays.write_history_start(x, self._g["dangling"], row)
 
     def _pt(self):
         import cupyx.scipy.sparse as csp
@@ -373,17 +406,14 @@ class GPUOperator(OnGPU, PageRankOperator):
         self._crit, self._tol_cmp = kernel_criterion(criterion, tol)
         self.prepare_steps()
         with self._stream:
-            x0 = cp.array(x, dtype=np.float64)
+            x0 = gpu_arrays.copy_vector(x)
             xs0 = self._gather_vector(x0)
             xb = [cp.empty_like(x0), cp.empty_like(x0)]
             xsb = [cp.empty_like(xs0), cp.empty_like(xs0)]
             B = self.graph_steps
             # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
             hist = cp.zeros((max_steps + 2 + B, ACC_WIDTH), dtype=np.float64)
-            hist[0, 0] = np.inf
-            hist[0, 1] = cp.dot(x0, self._dangling_weights())
-            hist[0, 2] = x0.sum()
-            hist[0, 3] = cp.abs(x0).sum()
+            self._start_history(x0, hist[0])
             self._chunk = cp.zeros(1, dtype=np.uint64)
             self._begin_steps()
             # step 1 is a plain step (whose outputs are the change x_1 - x_0 when the run
@@ -404,7 +434,8 @@ class GPUOperator(OnGPU, PageRankOperator):
                 graph = self._stream.end_capture()
             done, first, stop = 1, 1, None
             while True:
-                res = cp.asnumpy(hist[first : done + 1, 0])  # the one sync per batch
+                # the one sync per batch (whole rows: a column would be copied by a kernel)
+                res = cp.asnumpy(hist[first : done + 1])[:, 0]
                 stop = first_below(res, first, self._tol_cmp, self._crit, callback)
                 if stop is not None or done >= max_steps:
                     break
@@ -419,7 +450,7 @@ class GPUOperator(OnGPU, PageRankOperator):
                                    xsb[1 - i], s, 0, max_steps)
                         done = s
             steps = stop if stop is not None else done
-            residuals = cp.asnumpy(hist[1 : steps + 1, 0])
+            residuals = np.ascontiguousarray(cp.asnumpy(hist[1 : steps + 1])[:, 0])
             self._stream.synchronize()
         if self._crit == 1:
             residuals = np.sqrt(residuals)
@@ -609,14 +640,13 @@ class PersistentGPUOperator(GPUOperator):
         batch = self.launch_steps or (64 if callback is not None else max_steps)
         h = self._heavy
         with self._stream:
-            xa = cp.array(x, dtype=np.float64)
+            xa = gpu_arrays.copy_vector(x)
             xb = cp.empty_like(xa)
             xsa = self._gather_vector(xa)
             xsb = cp.empty_like(xsa)
             # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
             hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
-            hist[0, 0] = np.inf
-            hist[0, 1] = cp.dot(xa, self._dangling_weights())
+            self._start_history(xa, hist[0])
             self._heavy_sum.fill(0)
             first, stop = 1, None
             while stop is None and first <= max_steps:
@@ -631,11 +661,11 @@ class PersistentGPUOperator(GPUOperator):
                     permuted=self.reorder is not None, xs_pos=self._xs_pos, hist=hist,
                     s_first=first, s_last=last, delta=self.delta_steps, crit=crit,
                     tol_cmp=tol_cmp))
-                res = cp.asnumpy(hist[first:last + 1, 0])  # the one sync per launch
+                res = cp.asnumpy(hist[first:last + 1])[:, 0]  # the one sync per launch
                 stop = first_below(res, first, tol_cmp, crit, callback)
                 first = last + 1
             steps = stop if stop is not None else max_steps
-            residuals = cp.asnumpy(hist[1:steps + 1, 0])
+            residuals = np.ascontiguousarray(cp.asnumpy(hist[1:steps + 1])[:, 0])
         if crit == 1:
             residuals = np.sqrt(residuals)
         self.matvecs += steps

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import StepsResult
 from webrank.backends.gpu import GPUOperator, on_device
 from webrank.blocking import (
@@ -31,7 +32,7 @@ from webrank.blocking import (
 from webrank.errors import DeviceMemoryError
 from webrank.kernels import cuda_blocked as kb
 
-__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device"]
+__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device", "layout_on_device"]
 
 #: shared memory one gather block may use for its partition's sums (8-byte fixed point, see
 #: kernels.cuda_blocked): two blocks per SM must fit in an H100/H200 SM's 228 KiB beside
@@ -73,6 +74,25 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
     """The layout of ``plan`` built from a device CSR (``indptr``, ``indices``: the rows
     of a graph, or of one part of it, with global source ids) by the count and fill
     kernels; ``vals`` are the links' values (weighted graphs) or None."""
+    return _build_on_device(csr, vals, plan, dtype, sms)[0]
+
+
+def layout_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.dtype,
+                     sms: int) -> tuple[BlockedLayout, Any]:
+    """:func:`build_on_device` and the layout's partition-major block table
+    (:func:`part_major_blocks`, made on the host from the block pointers it has there)."""
+    import cupy as cp
+
+    layout, blk_ptr = _build_on_device(csr, vals, plan, dtype, sms)
+    return layout, cp.asarray(part_major_blocks(blk_ptr, plan.num_parts, plan.num_chunks))
+
+
+def _build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.dtype,
+                     sms: int) -> tuple[BlockedLayout, np.ndarray]:
+    """The layout, and its block pointers on the host. The entries are counted and placed
+    by our kernels; the small tables (C * P block pointers, the tiles, the partitions'
+    order: thousands to a few million numbers) are made on the host, where NumPy needs no
+    kernel compiled, and copied up."""
     import cupy as cp
 
     num_parts, num_chunks, bits = plan.num_parts, plan.num_chunks, plan.chunk_bits
@@ -89,10 +109,11 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
           kb.COUNT.pack(P=num_parts, part_ptr=part_ptr, indptr=indptr, indices=indices,
                         chunk_bits=bits, C=num_chunks, cw=cw, counts=counts),
           shared_mem=4 * cw)
-    blk_ptr = cp.zeros(num_chunks * num_parts + 1, dtype=cp.int64)
-    cp.cumsum(counts, out=blk_ptr[1:])
+    blk_host = np.zeros(num_chunks * num_parts + 1, dtype=np.int64)
+    np.cumsum(counts.get(), out=blk_host[1:])
     del counts
-    m = int(blk_ptr[-1])
+    blk_ptr = cp.asarray(blk_host)
+    m = int(blk_host[-1])
     src_local = cp.empty(m, dtype=cp.uint16)
     dst_local = cp.empty(m, dtype=cp.uint16)
     vals_out = cp.empty(m, dtype=dtype) if weighted else cp.zeros(1, dtype=dtype)
@@ -105,11 +126,13 @@ def build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.d
                       vals_in=vals if weighted else vals_out, chunk_bits=bits, C=num_chunks,
                       cw=fw, blk_ptr=blk_ptr, src_local=src_local, dst_local=dst_local,
                       vals_out=vals_out), shared_mem=smem)
-    tile_ptr, tile_chunk = tiles_of(blk_ptr, num_parts, num_chunks, plan.tile_entries)
-    return BlockedLayout(plan=plan, blk_ptr=blk_ptr, src_local=src_local, dst_local=dst_local,
-                         vals=vals_out if weighted else None, tile_ptr=tile_ptr,
-                         tile_chunk=tile_chunk,
-                         part_order=part_order_of(blk_ptr, num_parts, num_chunks))
+    tile_ptr, tile_chunk = tiles_of(blk_host, num_parts, num_chunks, plan.tile_entries)
+    layout = BlockedLayout(plan=plan, blk_ptr=blk_ptr, src_local=src_local,
+                           dst_local=dst_local, vals=vals_out if weighted else None,
+                           tile_ptr=cp.asarray(tile_ptr), tile_chunk=cp.asarray(tile_chunk),
+                           part_order=cp.asarray(part_order_of(blk_host, num_parts,
+                                                               num_chunks)))
+    return layout, blk_host
 
 
 def part_major_blocks(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
@@ -188,9 +211,9 @@ def blocked_step_of(csr: dict[str, Any], vals: Any, n_src: int, dtype: np.dtype,
                     plan_args: dict[str, int] | None = None) -> BlockedStep:
     """Plan, build and wrap the blocked layout of a device CSR (rows with global sources)."""
     plan = plan_blocks(csr["indptr"], n_src=n_src, workers=sms,
+                       searchsorted=gpu_arrays.searchsorted,
                        **(plan_args or default_plan_args(dtype)))
-    layout = build_on_device(csr, vals, plan, dtype, sms)
-    table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
+    layout, table = layout_on_device(csr, vals, plan, dtype, sms)
     return BlockedStep(layout, table, n_src, dtype, vals is not None, sms)
 
 
@@ -238,7 +261,7 @@ class BlockedGPUOperator(GPUOperator):
         graph = self.graph
         t0 = time.perf_counter()
         plan = plan_blocks(self._g["indptr"], n_src=self.n, workers=self._sms,
-                           **self._plan_args)
+                           searchsorted=gpu_arrays.searchsorted, **self._plan_args)
         key = ("blocked", self.dtype.name, plan.part_rows_max, plan.chunk_bits,
                int(plan.part_ptr.size))
         weighted = self._weighted
@@ -247,9 +270,8 @@ class BlockedGPUOperator(GPUOperator):
         built = graph.is_cached(("gpu", cp.cuda.Device().id, *key))
 
         def build() -> dict[str, Any]:
-            layout = build_on_device(self._g, self._vals if weighted else None, plan,
-                                     self.dtype, self._sms)
-            table = part_major_blocks(layout.blk_ptr, plan.num_parts, plan.num_chunks)
+            layout, table = layout_on_device(self._g, self._vals if weighted else None,
+                                             plan, self.dtype, self._sms)
             return {"layout": layout, "part_blocks": table}
 
         cached = on_device(graph, key, need, build)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.build_gpu import csr_on_device
+from webrank.build_gpu import csr_on_device, out_weight_of
 from webrank.errors import DeviceMemoryError, GraphFormatError
 from webrank.graph import Graph
 
@@ -74,8 +74,8 @@ def graph_on_device(src: Any, dst: Any, num_nodes: int, *, duplicates: str = "co
         raise GraphFormatError("node ids must be integers", path=name)
     m = int(src.size)
     if m:
-        lo = int(cp.minimum(src.min(), dst.min()))
-        hi = int(cp.maximum(src.max(), dst.max()))
+        lo = min(int(src.min()), int(dst.min()))  # (CuPy's precompiled reductions)
+        hi = max(int(src.max()), int(dst.max()))
         if lo < 0 or hi >= n:
             raise GraphFormatError(f"node id {lo if lo < 0 else hi} is out of range for "
                                    f"num_nodes={n}", path=name)
@@ -86,8 +86,7 @@ def graph_on_device(src: Any, dst: Any, num_nodes: int, *, duplicates: str = "co
         raise DeviceMemoryError(need, free, name or f"{m:,} edges")
 
     indptr, indices, weights = csr_on_device(src, dst, n, duplicates)
-    out_weight = (cp.bincount(indices, minlength=n) if weights is None else
-                  cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
+    out_weight = out_weight_of(indices, weights, n)  # (weights: link counts)
     return Graph(indptr=indptr, indices=indices, out_weight=out_weight, weights=weights,
                  name=name)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, OnGPU, heavy_segments
 from webrank.errors import DeviceMemoryError
@@ -144,7 +145,8 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                     inv = np.where(dangling_mask, 0.0, 1.0 / graph.out_weight)
             self._inv_out = cp.asarray(inv)
             self._dangling_f = cp.asarray(dangling_mask.astype(np.float64))
-            self._v = cp.full(n, 1.0 / n) if personalization is None else cp.asarray(
+            self._dangling = cp.asarray(dangling_mask)
+            self._v = gpu_arrays.full(n, 1.0 / n) if personalization is None else cp.asarray(
                 personalization)
             self._d = self._v if dangling is None else cp.asarray(dangling)
             self._heavy_sum = cp.zeros(rows_max, dtype=np.float64)
@@ -237,11 +239,12 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         crit, tol_cmp = kernel_criterion(criterion, tol)
         n = self.n
         with self._compute:
-            xb = [cp.array(x, dtype=np.float64), cp.empty(n)]
-            xsb = [(xb[0] * self._inv_out).astype(self.dtype), cp.empty(n, dtype=self.dtype)]
+            # (no CuPy kernel: those are compiled on a process's first use)
+            xb = [gpu_arrays.copy_vector(x), cp.empty(n)]
+            xsb = [gpu_arrays.gather_vector(xb[0], self._inv_out, self.dtype),
+                   cp.empty(n, dtype=self.dtype)]
             hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
-            hist[0, 0] = np.inf
-            hist[0, 1] = cp.dot(xb[0], self._dangling_f)
+            gpu_arrays.write_history_start(xb[0], self._dangling, hist[0])
             self._heavy_sum.fill(0)
         # (no replay counter: every queued step runs)
         skip = {"chunk": self._no_chunk, "step0": 0, "chunk_len": 0, "max_steps": 1}
@@ -280,11 +283,11 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                 self._stream_chunks(run)
                 self._compute.synchronize()
                 step_s.append(time.perf_counter() - t0)
-            res = cp.asnumpy(hist[first:last + 1, 0])
+            res = cp.asnumpy(hist[first:last + 1])[:, 0]  # (rows: a column needs a kernel)
             stop = first_below(res, first, tol_cmp, crit, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
-        residuals = cp.asnumpy(hist[1:steps + 1, 0])
+        residuals = np.ascontiguousarray(cp.asnumpy(hist[1:steps + 1])[:, 0])
         if crit == 1:
             residuals = np.sqrt(residuals)
         self.matvecs += steps

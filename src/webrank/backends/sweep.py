@@ -29,7 +29,7 @@ class LumpedSystem:
     and (weighted graphs) dtype, and cached on the graph."""
 
     def __init__(self, op: Any, blocks: int) -> None:
-        # the kernel module imports Numba: not when the solver registry loads
+        # the kernel module loads the compiled extension: not when the solver registry loads
         from webrank.kernels.cpu_gauss_seidel import swept_system
 
         g = op.graph

@@ -85,13 +85,9 @@ def environment() -> dict[str, Any]:
         # other work on the machine skews timings; say how busy it was when this ran
         "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
-    try:
-        import numba
+    from webrank.kernels.native import num_threads
 
-        env["numba"] = numba.__version__
-        env["numba_threads"] = numba.get_num_threads()
-    except ImportError:
-        pass
+    env["cpu_threads"] = num_threads()  # of the compiled CPU kernels
     if env["gpu"]:
         import cupy
 

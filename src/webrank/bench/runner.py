@@ -416,7 +416,7 @@ def render_report(doc: dict[str, Any], background: str) -> str:
     load, cpus = env.get("load_average_1min") or 0.0, env.get("cpu_count") or 1
     if load > 0.5 * cpus:
         lines += [f"**Busy machine**: the load average was {load:.1f} on {cpus} logical "
-                  "CPUs when this run started. Multi-threaded code (webrank's Numba "
+                  "CPUs when this run started. Multi-threaded code (webrank's compiled "
                   "kernels start a parallel region every step) then waits for cores and is "
                   "slowed most, often by milliseconds per step; single-threaded code less. "
                   "Compare the minimum times in results.json, or rerun on an idle machine.",

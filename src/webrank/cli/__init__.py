@@ -1,7 +1,7 @@
 """The ``webrank`` command line (click + rich).
 
-Exit codes: 0 success, 2 bad input or arguments, 3 not converged. Errors are printed as
-one line on stderr, never as a traceback.
+Exit codes: 0 success, 2 bad input or arguments, 3 not converged, 130 Ctrl-C, 143
+SIGTERM, 129 SIGHUP. Errors are printed as one line on stderr, never as a traceback.
 """
 
 from __future__ import annotations
@@ -28,16 +28,13 @@ from webrank.cli.common import (
     load_graph,
 )
 from webrank.errors import ConvergenceError, WebrankError
+from webrank.io.atomic import Terminated, raising_on_termination
 from webrank.result import SCORE_SUFFIXES
 
 
 class _RunStatus:
-    """A status line on stderr while a run works: a spinner saying so while Numba compiles
-    a kernel (the first run after an install; seconds), and the iteration and residual
-    once a run has lasted ~2 s. ``self`` is the pagerank callback; :meth:`compiling`
-    is the :func:`webrank.kernels.cpu.compile_notice` one."""
-
-    COMPILING = "compiling the CPU kernel for this machine (once, cached for later runs)"
+    """A status line on stderr while a run works: the iteration and residual once a run
+    has lasted ~2 s. ``self`` is the pagerank callback."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -57,14 +54,6 @@ class _RunStatus:
         if self.status is None and time.perf_counter() - self.start < 2.0:
             return
         self._show(f"iteration {it}, residual {residual:.3e}")
-
-    def compiling(self, active: bool) -> None:
-        if not self.enabled:
-            return
-        if active:
-            self._show(self.COMPILING)
-        else:  # the next iteration brings the line back if the run goes on
-            self.close()
 
     def close(self) -> None:
         if self.status is not None:
@@ -120,8 +109,9 @@ def _rank_options(f):
         click.option("--json", "as_json", is_flag=True,
                      help="Print the summary and top pages as JSON."),
         click.option("--certified", is_flag=True,
-                     help="Also give a rigorous bound on the scores' L1 error and mark the "
-                          "top places it guarantees (one more product with the matrix)."),
+                     help="Also give a rigorous bound on the scores' L1 error and the "
+                          "places of the top pages it guarantees (a tie group's pages "
+                          "share a range of places; one more product with the matrix)."),
         click.option("--output", "-o", type=click.Path(), default=None,
                      help="Write all scores (.csv, .tsv, .parquet, .npy, .json); with "
                           "--distributed, a directory of per-rank Parquet parts."),
@@ -151,6 +141,10 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
         if personalize or gpus or certified:
             raise click.BadParameter("--distributed takes no --personalize, --gpus or "
                                      "--certified (one part per process)")
+        if not source.options.directed:
+            raise click.BadParameter("--distributed reads directed edges only; write the "
+                                     "undirected graph's shards first (convert --undirected "
+                                     "--shards P)", param_hint="--undirected")
         if source.format is not None:
             raise click.BadParameter("--distributed reads shard directories and edge files "
                                      "by their names (.txt, .csv, .parquet...)",
@@ -242,15 +236,13 @@ def demo(alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k, 
 def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", certified=False,
                     **params) -> None:
     from webrank import pagerank
-    from webrank.kernels.cpu import compile_notice
 
     if engine != "auto":  # a device refuses the engines it lacks with a one-line error
         params["engine"] = engine
 
     status = _RunStatus(enabled=not as_json and sys.stderr.isatty())
     try:
-        with compile_notice(status.compiling):
-            result = pagerank(g, raise_on_nonconvergence=False, callback=status, **params)
+        result = pagerank(g, raise_on_nonconvergence=False, callback=status, **params)
     finally:
         status.close()
     if output:
@@ -261,12 +253,17 @@ def _run_and_report(g, load_s, *, top_k, as_json, output, engine="auto", certifi
         t = time.perf_counter()
         certain = result.certified_top(top_k)
         certify_s = time.perf_counter() - t
+    if g.n == 0 and not as_json:  # nothing ranked: one line, no table
+        click.echo(f"{Path(g.name or 'the graph').name}: no nodes, nothing to rank"
+                   + (f"; wrote {output} (no rows)" if output else ""))
+        return
     if as_json:
         doc = {**result.summary(), "load_s": load_s, "graph": g.name,
                "edges": g.num_edges, "top": [{"node": k, "score": s} for k, s in top]}
         if certain is not None:
             doc.update(error_bound=result.error_bound, certify_s=certify_s,
-                       certified_top=[{"node": k, "score": s} for k, s in certain])
+                       certified_top=[{"node": p.node, "score": p.score, "first": p.first,
+                                       "last": p.last} for p in certain])
         click.echo(json.dumps(doc))
     else:
         _print_ranking(result, top, g, load_s, certain)
@@ -285,24 +282,28 @@ def _print_ranking(result, top, g, load_s, certain=None) -> None:
     table.add_column("rank", justify="right")
     table.add_column("node", justify="right")
     table.add_column("score", justify="right")
-    cuts = None
     if certain is not None:
-        from webrank.certify import certain_cuts
-
-        cuts = certain_cuts(result.scores, result.error_bound, len(top))[1]
-        table.add_column("top set certain", justify="center")
+        table.add_column("certified place", justify="center")
     for i, (node, score) in enumerate(top, 1):
-        mark = ["yes" if cuts[i - 1] else ""] if cuts is not None else []
+        mark = []
+        if certain is not None:
+            p = certain[i - 1] if i <= len(certain) else None
+            mark = ["" if p is None else str(p.first) if p.certain_place
+                    else f"{p.first}-{p.last}"]
         table.add_row(str(i), str(node), f"{score:.6e}", *mark)
     con.print(table)
     if certain is not None:
-        con.print(f"error bound (L1 distance to the exact PageRank): "
-                  f"{result.error_bound:.3e}; places 1-{len(certain)} certain in order "
-                  "('yes': the pages down to that rank are the exact top ones)"
-                  if certain else
-                  f"error bound (L1 distance to the exact PageRank): "
-                  f"{result.error_bound:.3e}; 'yes': the pages down to that rank are the "
-                  "exact top ones (ties within the bound leave their order open)")
+        bound = (f"error bound (L1 distance to the exact PageRank): "
+                 f"{result.error_bound:.3e}; ")
+        tied = sum(not p.certain_place for p in certain)
+        if not certain:
+            con.print(bound + "no top places certified (scores within the bound of each "
+                      "other reach past the list; a tighter --tol narrows the bound)")
+        else:
+            con.print(bound + f"the pages ranked 1-{len(certain)} are the exact top "
+                      f"{len(certain)}" + (f"; pages sharing a range of places ({tied} "
+                                           "here) are certain as a set, their order "
+                                           "unknown" if tied else ", each in its place"))
     state = "converged" if result.converged else "NOT converged"
     engine = f" {result.info['engine']} engine" if "engine" in result.info else ""
     con.print(
@@ -314,24 +315,25 @@ def _print_ranking(result, top, g, load_s, certain=None) -> None:
 
 
 def _read_personalization(path: str, labels: str) -> dict:
-    """``node [weight]`` per line (weight 1 if absent); ``#`` comments."""
+    """``node [weight]`` per line (weight 1 if absent); ``#`` comments; UTF-8 text, plain,
+    ``.gz`` or ``.bz2``; binary data and lines over the cap refused (GraphFormatError
+    naming the file and line)."""
     from webrank.errors import GraphFormatError
+    from webrank.io.sources import TokenLines, field_text, line_text, open_binary
 
     out: dict[Any, float] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            tok = line.split()
-            if not tok or tok[0].startswith(("#", "%")):
-                continue
+    with open_binary(path) as f:
+        for lineno, tok in TokenLines(f, path, what="a personalization file"):
+            text = [field_text(t, path, lineno) for t in tok[:3]]
             if len(tok) > 2:
                 raise GraphFormatError("expected 'node [weight]'", path=path, line=lineno,
-                                       text=line.rstrip("\n"))
+                                       text=line_text(path, lineno))
             try:
-                node = tok[0] if labels == "string" else int(tok[0])
-                w = float(tok[1]) if len(tok) == 2 else 1.0
+                node = text[0] if labels == "string" else int(text[0])
+                w = float(text[1]) if len(tok) == 2 else 1.0
             except ValueError:
                 raise GraphFormatError("expected 'node [weight]' with numbers", path=path,
-                                       line=lineno, text=line.rstrip("\n")) from None
+                                       line=lineno, text=line_text(path, lineno)) from None
             out[node] = out.get(node, 0.0) + w
     if not out:
         raise GraphFormatError("no personalization entries", path=path)
@@ -444,30 +446,26 @@ def compare(scores_a, reference, k, tie_tol, as_json) -> None:
 
 
 @cli.command()
-@click.option("--device", type=click.Choice(DEVICES), default="auto",
-              help="Kernels to compile: the CPU's, the GPU's, or both where a GPU is "
-                   "usable (auto).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Compiling processes at once (default: one per CPU).")
-def warmup(device, jobs) -> None:
-    """Compile webrank's kernels into the on-disk caches, once after an install.
+def warmup(jobs) -> None:
+    """Compile the GPU paths that still compile on first use, into CuPy's cache.
 
-    Later runs then load compiled code instead of waiting for Numba (CPU) or NVRTC
-    (GPU) on their first call of each kernel.
+    The CPU kernels and webrank's own CUDA kernels are compiled with the package: no
+    ranking waits for them. This fills CuPy's on-disk cache for its array operations on
+    the GPU paths off the default one (Krylov, fixed point, personalized batches) and
+    for GPUs without a prebuilt binary; useful in a container image's build step.
     """
+    from webrank.backends import resolve_device
     from webrank.warmup import fill_caches
 
-    devices = {"auto": ("cpu", "gpu"), "cpu": ("cpu",), "gpu": ("gpu",)}[device]
-    if device == "gpu":
-        from webrank.backends import resolve_device
-
-        resolve_device("gpu")  # a one-line error where the GPU cannot run
+    resolve_device("gpu")  # a one-line error where the GPU cannot run
 
     def report(task: str, seconds: float, ok: bool) -> None:
         click.echo(f"  {task:18} {seconds:6.1f} s{'' if ok else '  FAILED'}", err=True)
 
     t0 = time.perf_counter()
-    results = fill_caches(devices, jobs=jobs, report=report)
+    results = fill_caches(jobs=jobs, report=report)
     failed = [t for t, r in results.items() if not r["ok"]]
     for task in failed:
         last = results[task]["error"].strip().splitlines()[-1:] or ["(no output)"]
@@ -537,18 +535,19 @@ def _add_commands() -> None:
 _add_commands()
 
 
-def _interrupted(message: str) -> None:
-    """Ctrl-C: one line, exit 130 now. Every file being written has been removed while
-    the interrupt unwound (atomic writes); leaving at once keeps a second interrupt, or
-    one that a worker thread (Numba's, pyarrow's) still holds, from ending the process
-    by the signal itself instead of with the exit code."""
+def _interrupted(message: str, code: int = EXIT_INTERRUPTED) -> None:
+    """Ctrl-C (exit 130), SIGTERM or SIGHUP (128 + its number): one line, exit now.
+    Every file being written has been removed while the interrupt unwound (atomic
+    writes); leaving at once keeps a second interrupt, or one that a worker thread
+    (a compiled kernel's, pyarrow's) still holds, from ending the process by the signal itself
+    instead of with the exit code."""
     click.echo(message, err=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(code)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -560,7 +559,12 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, mapping errors to one line on stderr and an exit code."""
     warnings.showwarning = _show_warning
     try:
-        cli.main(args=argv, prog_name="webrank", standalone_mode=False)
+        # SIGTERM and SIGHUP unwind like Ctrl-C (temporary files removed), for the whole
+        # run: caught below as one line and exit status 128 + the signal's number
+        with raising_on_termination():
+            cli.main(args=argv, prog_name="webrank", standalone_mode=False)
+    except Terminated as exc:
+        _interrupted(f"webrank: {exc}", 128 + exc.signum)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

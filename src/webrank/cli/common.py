@@ -2,7 +2,8 @@
 its progress bar, the checks of an output path made before any work, the console.
 
 Exit codes: :data:`EXIT_OK` success, :data:`EXIT_BAD_INPUT` bad input or arguments,
-:data:`EXIT_NOT_CONVERGED` not converged, :data:`EXIT_INTERRUPTED` Ctrl-C.
+:data:`EXIT_NOT_CONVERGED` not converged, :data:`EXIT_INTERRUPTED` Ctrl-C; 128 + the
+signal's number when SIGTERM (143) or SIGHUP (129) stopped the run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import click
 
+from webrank.errors import OverwriteError
+from webrank.io.atomic import check_target
 from webrank.io.options import ReadOptions
 
 __all__ = [
@@ -39,7 +42,8 @@ _PROGRESS_BYTES = 20 * 2**20
 @dataclass(frozen=True)
 class GraphSource:
     """How a command reads its graph: ``--format`` and the :class:`ReadOptions` of
-    ``--labels``, ``--node-ids``, ``--header/--no-header`` and ``--unweighted``."""
+    ``--labels``, ``--node-ids``, ``--header/--no-header``, ``--delimiter``,
+    ``--unweighted`` and ``--undirected``."""
 
     format: str | None = None
     options: ReadOptions = field(default_factory=ReadOptions)
@@ -59,7 +63,14 @@ _SOURCE_OPTIONS = [
                  help="Edge lists: the first line is (not) a header. Default: a header "
                       "only where it cannot be an edge, or names columns that are no "
                       "node's label (said on stderr)."),
+    click.option("--delimiter", default=None, metavar="CHAR",
+                 help="Edge lists: the field separator, one character or tab, comma, "
+                      "space, semicolon, pipe. Default: detected (tab, comma, else "
+                      "whitespace). .csv files may quote fields (RFC 4180)."),
     click.option("--unweighted", is_flag=True, help="Ignore a weight column."),
+    click.option("--undirected", is_flag=True,
+                 help="An undirected graph: each edge links both ways (a self-loop once), "
+                      "as networkx ranks an nx.Graph."),
 ]
 
 
@@ -69,9 +80,15 @@ def graph_source_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def command(*args: Any, fmt: str | None, labels: str, node_ids: str,
-                header: bool | None, unweighted: bool, **kwargs: Any) -> Any:
-        options = ReadOptions(labels=labels, node_ids=node_ids, header=header,  # type: ignore[arg-type]
-                              weighted=False if unweighted else None)
+                header: bool | None, delimiter: str | None, unweighted: bool,
+                undirected: bool, **kwargs: Any) -> Any:
+        try:
+            options = ReadOptions(labels=labels, node_ids=node_ids, header=header,  # type: ignore[arg-type]
+                                  delimiter=delimiter,
+                                  weighted=False if unweighted else None,
+                                  directed=not undirected)
+        except ValueError as e:  # (the one option a click type does not check)
+            raise click.BadParameter(str(e), param_hint="--delimiter") from None
         return f(*args, source=GraphSource(fmt, options), **kwargs)
 
     for opt in reversed(_SOURCE_OPTIONS):
@@ -128,7 +145,9 @@ def check_output(
         The output is a directory of parts (created if absent) rather than a file.
     inputs : iterable of str or None
         The files and directories the command reads: the output may be none of them
-        (hard and symbolic links included), nor lie inside an input directory.
+        (hard and symbolic links included), nor lie inside an input directory, nor
+        (``directory``) hold one (:func:`webrank.io.atomic.check_target`, the guard
+        every writer goes through).
 
     Raises
     ------
@@ -141,18 +160,11 @@ def check_output(
     def refuse(message: str) -> click.BadParameter:
         return click.BadParameter(f"{output!r}: {message}", param_hint=param_hint)
 
+    try:
+        check_target(output, inputs, directory=directory)
+    except OverwriteError as exc:
+        raise refuse(exc.reason) from None
     out = os.path.realpath(output)
-    for given in inputs:
-        if not given:
-            continue
-        source = os.path.realpath(given)
-        same = out == source or (os.path.exists(output) and os.path.exists(given)
-                                 and os.path.samefile(output, given))
-        if same:
-            raise refuse(f"is the input {given!r}; writing it would destroy the input "
-                         "(choose another name)")
-        if os.path.isdir(source) and out.startswith(source.rstrip(os.sep) + os.sep):
-            raise refuse(f"lies inside the input directory {given!r} (choose another place)")
     if directory:
         if os.path.exists(output) and not os.path.isdir(output):
             raise refuse("exists and is not a directory (a directory of parts is written)")

@@ -1,16 +1,17 @@
 """``webrank ppr``: personalized PageRank of many seed sets in one run.
 
 Seeds file: one seed set per line, node labels separated by whitespace and/or commas
-(``1 2 3``, ``1,2,3`` or ``1, 2 3``). Blank lines and lines starting with ``#`` or ``%``
-are skipped; seed sets are numbered 0, 1, ... in file order (the ``seed_set`` column of
-the output). Each seed set teleports evenly to its nodes; a node listed twice counts
-once. Labels are integers unless ``--labels string``.
+(``1 2 3``, ``1,2,3`` or ``1, 2 3``); UTF-8 text, plain, ``.gz`` or ``.bz2``. Blank lines
+and lines starting with ``#`` or ``%`` are skipped; seed sets are numbered 0, 1, ... in
+file order (the ``seed_set`` column of the output). Each seed set teleports evenly to its
+nodes; a node listed twice counts once. Labels are integers unless ``--labels string``.
+A line may hold any number of seeds (it is read a piece at a time), a label at most
+:data:`~webrank.io.sources.MAX_LINE_BYTES`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 
@@ -26,8 +27,7 @@ from webrank.cli.common import (
     load_graph,
 )
 from webrank.errors import GraphFormatError
-
-_SEPARATORS = re.compile(r"[\s,]+")
+from webrank.io.sources import TokenLines, field_text, line_text, open_binary
 
 
 def read_seeds(path: str, graph, labels: str = "int") -> list[list]:
@@ -37,36 +37,40 @@ def read_seeds(path: str, graph, labels: str = "int") -> list[list]:
     ------
     GraphFormatError
         A token that is not an integer (``labels="int"``) or not a node of the graph,
-        naming the file, the line and the token; or a file without seed sets.
+        or text that is not UTF-8 (a binary file), naming the file, the line and the
+        token; a missing file, or one without seed sets.
     """
     sets: list[list] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            text = line.strip()
-            if not text or text.startswith(("#", "%")):
-                continue
-            tokens = [t for t in _SEPARATORS.split(text) if t]
+    with open_binary(path) as f:
+        for lineno, tokens in TokenLines(f, path, separators=b",", what="a seeds file"):
             nodes = []
-            for tok in tokens:
+            for raw in tokens:
+                tok = field_text(raw, path, lineno)
                 if labels == "string":
                     node = tok
                 else:
                     try:
                         node = int(tok)
                     except ValueError:
-                        raise GraphFormatError(f"node {tok!r} is not an integer id (use "
-                                               "--labels string for other labels)", path=path,
-                                               line=lineno, text=text) from None
+                        raise GraphFormatError(f"node {_shown(tok)!r} is not an integer id "
+                                               "(use --labels string for other labels)",
+                                               path=path, line=lineno,
+                                               text=line_text(path, lineno)) from None
                 try:
                     graph.index_of([node])
                 except KeyError:
-                    raise GraphFormatError(f"node {tok!r} is not in the graph", path=path,
-                                           line=lineno, text=text) from None
+                    raise GraphFormatError(f"node {_shown(tok)!r} is not in the graph",
+                                           path=path, line=lineno,
+                                           text=line_text(path, lineno)) from None
                 nodes.append(node)
             sets.append(nodes)
     if not sets:
         raise GraphFormatError("no seed sets (one set of node labels per line)", path=path)
     return sets
+
+
+def _shown(tok: str) -> str:
+    return tok if len(tok) <= 40 else f"{tok[:24]}...({len(tok):,} characters)"
 
 
 @click.command("ppr")

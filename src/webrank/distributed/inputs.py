@@ -32,6 +32,7 @@ from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_bounds
 from webrank.errors import DistributedError, GraphFormatError
 from webrank.graph import Graph
+from webrank.io.atomic import atomic_write, check_target, register_input
 from webrank.io.options import ReadOptions
 
 __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_scores",
@@ -55,7 +56,6 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
     (``labels.npy``, or ``labels.parquet`` for strings) for the ranks' outputs.
     """
     from webrank.distributed.partition import split_graph
-    from webrank.io.atomic import atomic_write
 
     if isinstance(parts, bool) or int(parts) < 1:
         raise ValueError(f"shards must be a positive integer, not {parts!r}")
@@ -89,8 +89,6 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
 
 
 def _write_labels(labels: np.ndarray, directory: Path) -> str:
-    from webrank.io.atomic import atomic_write
-
     if labels.dtype.kind in "iu":
         with atomic_write(directory / "labels.npy") as f:
             np.save(f, labels)
@@ -110,6 +108,7 @@ def read_labels(directory: str | os.PathLike[str]) -> np.ndarray | None:
     name = manifest.get("labels")
     if not name:
         return None
+    register_input(directory / name)
     if name.endswith(".npy"):
         return np.load(directory / name, allow_pickle=False)
     import pyarrow.parquet as pq
@@ -122,6 +121,7 @@ def _manifest(directory: Path) -> dict[str, Any]:
     if not path.exists():
         raise DistributedError(f"{directory} holds no {MANIFEST}: write shards with "
                                f"`webrank convert GRAPH {directory} --shards P`")
+    register_input(path)
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -152,6 +152,7 @@ def read_shard(directory: str | os.PathLike[str], part: int, parts: int) -> Part
     if not path.exists():
         raise DistributedError(f"shard {name} is missing from {directory}")
     bounds = np.asarray(doc["bounds"], dtype=np.int64)
+    register_input(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
@@ -221,6 +222,7 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
 
         from webrank.io.tables import arrow_id_columns
 
+        register_input(path)
         return arrow_id_columns(pq.read_table(path), source_col, target_col, weight_col,
                                 name=str(path))
     from webrank.build import joined
@@ -251,6 +253,10 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
         raise ValueError("partitioned runs read integer node ids only (string labels would "
                          "need a distributed dictionary): number the nodes first, e.g. "
                          "`webrank convert GRAPH --labels string DIR --shards P`")
+    if not options.directed:
+        raise ValueError("partitioned runs read directed edges only: write the undirected "
+                         "graph's shards first (`webrank convert GRAPH --undirected DIR "
+                         "--shards P`)")
     duplicates = options.duplicates if duplicates is None else duplicates
     if duplicates not in ("collapse", "sum"):
         raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
@@ -377,14 +383,13 @@ def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from webrank.io.atomic import atomic_write
-
     directory = Path(directory)
     if comm.rank == 0:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "_SUCCESS").unlink(missing_ok=True)
         for old in directory.glob("part-*.parquet"):
             if not old.stem[5:].isdigit() or int(old.stem[5:]) >= comm.size:
+                check_target(old)  # never a part this run read as its edges
                 old.unlink()
         for tmp in directory.glob(".part-*.tmp"):
             tmp.unlink(missing_ok=True)

@@ -217,7 +217,7 @@ class PartitionedOperator(PageRankOperator):
         self._d = self._v if dangling is None else np.asarray(dangling, dtype=np.float64)
         self.parts = parts
         self.devices = None if devices is None else [int(d) for d in devices]
-        self.kernel = "numba" if self.devices is None else "cuda"
+        self.kernel = "native" if self.devices is None else "cuda"
         if engine not in PART_ENGINES:
             raise ValueError(f"engine must be one of {', '.join(PART_ENGINES)} for the parts "
                              f"of a partitioned run, not {engine!r}")

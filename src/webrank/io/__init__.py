@@ -16,9 +16,10 @@ bvgraph     .graph .properties (LAW WebGraph)            :mod:`webrank.io.bvgrap
 ==========  ===========================================  ============================
 
 The options every reader shares (``labels``, ``delimiter``, ``header``, ``weighted``, ``node_ids``,
-``duplicates``, ``columns``, ``progress``, ``name``) are one :class:`ReadOptions`, passed
-as ``options=`` or, as before, as keywords (``load(path, labels="string")``); its
-docstring documents them, each reader's says which apply to its format.
+``duplicates``, ``columns``, ``progress``, ``name``, ``directed``) are one
+:class:`ReadOptions`, passed as ``options=`` or, as before, as keywords
+(``load(path, labels="string")``); its docstring documents them, each reader's says
+which apply to its format.
 
 Every output file is written atomically (:func:`webrank.io.atomic.atomic_write`).
 """
@@ -80,7 +81,7 @@ _READERS: dict[str, Callable[..., Graph]] = {
 }
 # the options load() takes as keywords
 _KEYWORDS = ("labels", "delimiter", "header", "weighted", "node_ids", "duplicates", "columns",
-             "progress", "device")
+             "progress", "device", "directed")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -124,11 +125,12 @@ def load(
         ``"webrank"``). Default: from the suffix, see :func:`detect_format`.
     options : ReadOptions, optional
         How to read it, passed to the format's reader, which ignores the options that
-        do not apply to it (bvgraph: all but ``duplicates`` and ``name``).
+        do not apply to it (bvgraph: all but ``duplicates``, ``name`` and ``directed``).
     **overrides
         ``labels``, ``delimiter``, ``header``, ``weighted``, ``node_ids``, ``duplicates``,
-        ``columns``, ``progress``, ``device``: these fields of ``options``, as keywords
-        (``device="gpu"`` builds the graph on the GPU, for a run there).
+        ``columns``, ``progress``, ``device``, ``directed``: these fields of ``options``,
+        as keywords (``device="gpu"`` builds the graph on the GPU, for a run there;
+        ``directed=False`` reads an undirected graph, each edge linking both ways).
 
     Returns
     -------
@@ -142,13 +144,16 @@ def load(
         malformed; the message names the file and, where a line is at fault, its
         number and text.
     ValueError
-        An unknown ``format``, or an invalid option (see :class:`ReadOptions`).
+        An unknown ``format``, or an invalid option (see :class:`ReadOptions`);
+        ``directed=False`` for a ``.npz`` cache (a graph already built: build the cache
+        undirected instead).
 
     Examples
     --------
     >>> g = load("web-NotreDame.txt.gz")  # doctest: +SKIP
     >>> g = load("links.csv", labels="string")  # doctest: +SKIP
     >>> g = load("links.csv", options=ReadOptions(labels="string"))  # doctest: +SKIP
+    >>> g = load("friends.txt", directed=False)  # doctest: +SKIP
     """
     opts = reader_options("load", options, overrides, _KEYWORDS)
     name = os.fspath(path)
@@ -170,6 +175,11 @@ def load(
         raise GraphFormatError(
             f"{fmt} files cannot be read compressed; decompress it first", path=name
         )
+    if fmt == "webrank" and not opts.directed:
+        raise ValueError(
+            f"{name}: directed=False does not apply to a .npz cache, which holds a graph "
+            "already built; build the cache undirected from the edges instead (webrank "
+            "convert EDGES OUT.npz --undirected, or save_graph of load(..., directed=False))")
     if fmt == "bvgraph":
         return _load_bvgraph(name, opts.named(name))
     return _READERS[fmt](name, options=opts)
@@ -189,10 +199,15 @@ def _directory_message(name: str) -> str:
 
 def _load_bvgraph(name: str, opts: ReadOptions) -> Graph:
     """LAW BVGraph via :mod:`webrank.io.bvgraph` (another module; imported lazily)."""
+    from webrank.io.atomic import register_input
     from webrank.io.bvgraph import read_bvgraph
 
     if os.path.isdir(name):
         check_input(name)  # raises "is a directory"
+    base = next((name[: -len(ext)] for ext in (".graph", ".properties")
+                 if name.endswith(ext)), name)
+    for ext in (".graph", ".properties"):  # the two files read_bvgraph reads
+        register_input(base + ext)
     try:
         src, dst, num_nodes = read_bvgraph(name)
     except FileNotFoundError:

@@ -2,8 +2,9 @@
 
 Each line is ``dest_id in_degree src_1 ... src_k`` (whitespace separated) and gives the
 edges ``src_i -> dest_id``; ``in_degree`` must equal ``k``. Lines starting with ``#`` or
-``%`` are comments; blank lines are ignored; plain, ``.gz`` or ``.bz2``. A destination
-listed with in-degree 0 is still a node. Example (the paper's figure)::
+``%`` are comments; blank lines are ignored; ``\n`` or ``\r\n`` line ends; plain,
+``.gz`` or ``.bz2``. A destination listed with in-degree 0 is still a node. Example (the
+paper's figure)::
 
     # dest in_degree sources...
     1 2 3 7
@@ -11,8 +12,11 @@ listed with in-degree 0 is still a node. Example (the paper's figure)::
     3 3 2 7 9
     4 1 1
 
-The file is read whole; tokens are split per line, then converted and checked in bulk
-(NumPy), so there is no per-edge Python work.
+Lines are read a piece at a time (:class:`~webrank.io.sources.TokenLines`): a line may
+list any number of sources, but no field may be longer than
+:data:`~webrank.io.sources.MAX_LINE_BYTES`, and a comment is skipped unread. Tokens are
+split per line, then converted and checked in bulk (NumPy), so there is no per-edge
+Python work.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ import numpy as np
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import open_binary
+from webrank.io.sources import TokenLines, line_text, open_binary
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
-_KEYWORDS = ("labels", "weighted", "node_ids", "duplicates", "progress", "name", "device")
+_KEYWORDS = ("labels", "weighted", "node_ids", "duplicates", "progress", "name", "device",
+             "directed")
 _INT64_MAX = np.iinfo(np.int64).max
 _LABELS_HINT = 'for non-numeric node labels pass labels="string" (CLI: --labels string)'
 
@@ -75,49 +80,48 @@ def read_adjacency(
     if opts.weighted:
         raise GraphFormatError("weighted=True, but the adjacency format has no weights",
                                path=name)
-    with open_binary(path, progress=opts.progress) as f:
-        data = f.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if not data.strip():
-        raise GraphFormatError("empty file: no nodes", path=name)
-    lines = data.splitlines()
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        k = data.count(b"\n", 0, nul)
-        raise GraphFormatError("binary data, not a text adjacency file", path=name,
-                               line=k + 1, text=_text(lines[k]))
-
     linenos: list[int] = []
     counts: list[int] = []
     toks: list[bytes] = []
     extend = toks.extend
-    for i, line in enumerate(lines, 1):
-        parts = line.split()
-        if not parts or parts[0][:1] in (b"#", b"%"):
-            continue
-        linenos.append(i)
-        counts.append(len(parts))
-        extend(parts)
+    with open_binary(path, progress=opts.progress) as f:
+        lines = TokenLines(f, name, what="a text adjacency file")
+        for i, parts in lines:
+            linenos.append(i)
+            counts.append(len(parts))
+            extend(parts)
     if not counts:
-        raise GraphFormatError("no nodes: the file holds only comments", path=name)
+        if lines.comments:
+            raise GraphFormatError("no nodes: the file holds only comments", path=name)
+        raise GraphFormatError("empty file: no nodes", path=name)
     cnt = np.array(counts, dtype=np.int64)
     lno = np.array(linenos, dtype=np.int64)
 
     def fail(row: int, message: str) -> GraphFormatError:
         ln = int(lno[row])
-        return GraphFormatError(message, path=name, line=ln, text=_text(lines[ln - 1]))
+        return GraphFormatError(message, path=name, line=ln, text=line_text(path, ln))
 
     if (cnt < 2).any():
         raise fail(int(np.argmax(cnt < 2)),
                    "a line needs at least 'dest_id in_degree' (then the in_degree sources)")
-    tok = np.array(toks, dtype=np.bytes_)
     starts = np.cumsum(cnt) - cnt
-    deg_tok = tok[starts + 1]
+    # a fixed-width array takes the longest token's width for every token: integer ids
+    # once those too long for an id are refused; labels as objects
+    if opts.labels == "int":
+        _shorten_ids(toks, starts, fail)
+        tok = np.array(toks, dtype=np.bytes_)
+        deg_tok = tok[starts + 1]
+    else:
+        tok = np.empty(len(toks), dtype=object)
+        tok[:] = toks
+        deg_tok = np.array([t if len(t) <= 18 else b"-" for t in tok[starts + 1]],
+                           dtype=np.bytes_)
+    del toks
     ok = np.char.isdigit(deg_tok) & (np.char.str_len(deg_tok) <= 18)
     if not ok.all():
         row = int(np.argmin(ok))
-        raise fail(row, f"in_degree {_text(deg_tok[row])!r} is not a non-negative integer")
+        raise fail(row, f"in_degree {_short(tok[starts[row] + 1])!r} is not a non-negative "
+                        "integer")
     deg = deg_tok.astype(np.int64)
     nsrc = cnt - 2
     if (deg != nsrc).any():
@@ -162,6 +166,30 @@ def read_adjacency(
     return opts.graph(np.searchsorted(nodes, src), np.searchsorted(nodes, dst), labels=nodes)
 
 
+def _shorten_ids(toks: list[bytes], starts: np.ndarray, fail) -> None:
+    """Refuse the tokens of integer-id lines too long for an id or an in_degree (more
+    than 19 characters), or drop the zeros in front of them, in place; ``starts``: the
+    index of each line's first token, ``fail(row, message)`` the error for a line."""
+    if not toks or max(map(len, toks)) <= 19:
+        return
+    for k in [k for k, t in enumerate(toks) if len(t) > 19]:  # rare
+        t = toks[k].lstrip(b"0") or b"0"
+        if len(t) <= 19 and t.isdigit():
+            toks[k] = t
+            continue
+        row = int(np.searchsorted(starts, k, side="right") - 1)
+        shown = _short(toks[k])
+        if k == starts[row] + 1:
+            raise fail(row, f"in_degree {shown!r} is not a non-negative integer")
+        if toks[k][:1] == b"-" and toks[k][1:].isdigit():
+            raise fail(row, f"negative node id {shown}; node ids must be >= 0")
+        if toks[k].isdigit():
+            raise fail(row, f"node id {shown} is beyond the int64 range (ids must be < "
+                            '2**63); to read such ids as labels pass labels="string" '
+                            "(CLI: --labels string)")
+        raise fail(row, f"node id {shown!r} is not a non-negative integer; {_LABELS_HINT}")
+
+
 def _parse_ids(tok: np.ndarray, fail) -> np.ndarray:
     """Byte-string tokens -> int64 ids, checked (digits only, < 2**63)."""
     digits = np.char.isdigit(tok)
@@ -172,8 +200,8 @@ def _parse_ids(tok: np.ndarray, fail) -> np.ndarray:
             raise fail(k, f"negative node id {t}; node ids must be >= 0")
         raise fail(k, f"node id {t!r} is not a non-negative integer; {_LABELS_HINT}")
     lens = np.char.str_len(tok)
-    for k in np.flatnonzero(lens >= 19):  # rare: only these can exceed int64
-        if int(tok[k]) > _INT64_MAX:
+    for k in np.flatnonzero(lens >= 19):  # rare: only these can exceed int64 (at most
+        if int(tok[k]) > _INT64_MAX:      # 19 digits here: int() takes them)
             raise fail(int(k), f"node id {_text(tok[k])} is beyond the int64 range "
                                '(ids must be < 2**63); to read such ids as labels pass '
                                'labels="string" (CLI: --labels string)')
@@ -217,3 +245,11 @@ def _is_utf8(b: bytes) -> bool:
 
 def _text(b: bytes) -> str:
     return bytes(b).decode("utf-8", "replace")
+
+
+def _short(b: bytes) -> str:
+    """A token as text for a message: a long one cut, with its length."""
+    b = bytes(b)
+    if len(b) <= 40:
+        return _text(b)
+    return f"{_text(b[:24])}...({len(b):,} characters)"

@@ -51,11 +51,12 @@ Supported: every compression flag that ``BVGraph`` accepts, i.e. ``OUTDEGREES_{G
 (the format is the same). Not supported: other graph classes (e.g. ``EFGraph``, labelled
 graphs), format versions other than 0, random access (use the Java library for that).
 
-The decoder is a plain Python function compiled with Numba (``njit(cache=True)``) when
-Numba is available, and run as (slow but correct) plain Python otherwise. It decodes the
-whole graph in one sequential pass, writing successors straight into output arrays
-pre-allocated from the ``arcs`` property; copy references read the earlier lists back from
-that output through per-node start offsets. The result is two int64 arrays (``src``
+The decoder is C++ compiled with the package (``native/bvgraph.cpp``, run without the
+GIL). It decodes the whole graph in one sequential pass, writing successors straight into
+output arrays pre-allocated from the ``arcs`` property (checked first: no more ``nodes``
+than bits in the graph file, no more ``arcs`` than ``nodes**2``, and room for both in the
+memory available); copy references read the earlier lists back from that output through
+per-node start offsets. The result is two int64 arrays (``src``
 non-decreasing, each node's successors strictly increasing) and the number of nodes.
 
 Every problem raises :class:`webrank.errors.GraphFormatError` naming the file: a missing
@@ -81,70 +82,9 @@ from pathlib import Path
 import numpy as np
 
 from webrank.errors import GraphFormatError
+from webrank.kernels.native import lib
 
 __all__ = ["read_bvgraph"]
-
-# --------------------------------------------------------------------------------------
-# Numba (optional)
-# --------------------------------------------------------------------------------------
-
-try:  # pragma: no cover - exercised by the environment, not by branches
-    import numba
-    from llvmlite import ir as _llvm_ir
-    from numba import types as _nb_types
-    from numba.extending import intrinsic as _nb_intrinsic
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    numba = None
-    HAVE_NUMBA = False
-
-
-def _jit(fn):
-    """``numba.njit(cache=True)`` when Numba is importable, the function itself otherwise."""
-    if HAVE_NUMBA:
-        return numba.njit(cache=True, nogil=True)(fn)
-    return fn
-
-
-if HAVE_NUMBA:
-
-    @_nb_intrinsic
-    def _clz64(typingctx, x):
-        """Leading zeros of a 64-bit integer (64 for 0), via LLVM's ``ctlz``."""
-        if not isinstance(x, _nb_types.Integer) or x.bitwidth != 64:
-            return None
-        sig = _nb_types.int64(x)
-
-        def codegen(context, builder, signature, args):
-            return builder.ctlz(args[0], _llvm_ir.Constant(_llvm_ir.IntType(1), 0))
-
-        return sig, codegen
-
-    @_nb_intrinsic
-    def _load_be56(typingctx, addr):
-        """The first 56 bits of the 8 bytes at address ``addr``, read big-endian (>= 0)."""
-        if not isinstance(addr, _nb_types.Integer) or addr.bitwidth != 64:
-            return None
-        sig = _nb_types.int64(addr)
-
-        def codegen(context, builder, signature, args):
-            i64 = _llvm_ir.IntType(64)
-            ptr = builder.inttoptr(args[0], i64.as_pointer())
-            word = builder.bswap(builder.load(ptr, align=1))
-            return builder.lshr(word, _llvm_ir.Constant(i64, 8))
-
-        return sig, codegen
-
-else:  # pragma: no cover
-    import ctypes
-
-    def _clz64(x):
-        return 64 - int(x).bit_length()
-
-    def _load_be56(addr):
-        return int.from_bytes(ctypes.string_at(int(addr), 8), "big") >> 8
-
 
 # Coding identifiers, as in it.unimi.dsi.webgraph.CompressionFlags.
 DELTA = 1
@@ -188,11 +128,7 @@ _GRAPH_CLASSES = (
     "BVGraph",
 )
 
-# A value no valid code yields: decoders return it for over-long (corrupt) codes, so the
-# range checks of the decode loop reject it instead of overflowing.
-_INVALID = 1 << 62
-
-# Error codes returned by _decode.
+# Error codes returned by the decoder (native/bvgraph.cpp).
 _OK = 0
 _E_TOO_MANY_ARCS = 1
 _E_BAD_REFERENCE = 2
@@ -205,320 +141,19 @@ _E_TRUNCATED = 8
 
 
 # --------------------------------------------------------------------------------------
-# Bit reader. The stream is the file's bytes followed by 8 zero bytes, at address ``ptr``
-# (``nbytes`` bytes in all, ``nbits`` bits of data); ``pos`` is a bit position, bits are
-# read most-significant first. Every reader returns (value, new_pos). Reading past the end
-# of the data yields zeros and never touches memory outside the buffer; the caller detects
-# it by comparing the final position with ``nbits``.
-#
-# The readers take the buffer's address rather than the array: Numba reference-counts
-# array arguments on every call, which would cost more than the decoding itself.
+# The bit readers and the decode loop are C++ (native/bvgraph.cpp, the module docstring
+# describes what they read): no compiler runs on a user's call.
 # --------------------------------------------------------------------------------------
 
 
-@_jit
-def _window(ptr, nbytes, pos):
-    """The 56 bits from byte ``pos >> 3`` as a non-negative int64, and ``pos & 7``.
-
-    Bits before ``pos`` are cleared, so ``56 - (pos & 7) >= 49`` bits are valid.
-    """
-    b = pos >> 3
-    s = pos & 7
-    if b + 8 <= nbytes:
-        w = _load_be56(ptr + b)
-    else:  # past the data and its zero padding: only zeros left
-        w = np.int64(0)
-    w &= (np.int64(1) << (56 - s)) - 1
-    return w, s
-
-
-@_jit
-def _read_int(ptr, nbytes, pos, n):
-    """``n``-bit unsigned integer, 0 <= n <= 62."""
-    v = np.int64(0)
-    while n > 0:
-        c = n if n <= 48 else 48
-        w, s = _window(ptr, nbytes, pos)
-        v = (v << c) | (w >> (56 - s - c))
-        pos += c
-        n -= c
-    return v, pos
-
-
-@_jit
-def _read_unary(ptr, nbytes, pos, nbits):
-    """Number of zeros before the next one (stops, returning a huge count, past the end)."""
-    x = np.int64(0)
-    while True:
-        w, s = _window(ptr, nbytes, pos)
-        if w != 0:
-            z = _clz64(w) - 8 - s
-            return x + z, pos + z + 1
-        x += 56 - s
-        pos += 56 - s
-        if pos > nbits + 64:
-            return x, pos
-
-
-@_jit
-def _read_gamma(ptr, nbytes, pos, nbits):
-    w, s = _window(ptr, nbytes, pos)
-    if w != 0:
-        z = _clz64(w) - 8 - s  # leading zeros = bits after the implicit leading one
-        ln = 2 * z + 1
-        if ln <= 56 - s:
-            return (w >> (56 - s - ln)) - 1, pos + ln
-    msb, pos = _read_unary(ptr, nbytes, pos, nbits)
-    if msb > 62:
-        return np.int64(_INVALID), pos + 62
-    v, pos = _read_int(ptr, nbytes, pos, msb)
-    return ((np.int64(1) << msb) | v) - 1, pos
-
-
-@_jit
-def _read_delta(ptr, nbytes, pos, nbits):
-    msb, pos = _read_gamma(ptr, nbytes, pos, nbits)
-    if msb > 62:
-        return np.int64(_INVALID), pos + 62
-    v, pos = _read_int(ptr, nbytes, pos, msb)
-    return ((np.int64(1) << msb) | v) - 1, pos
-
-
-@_jit
-def _read_zeta(ptr, nbytes, pos, nbits, k):
-    h, pos = _read_unary(ptr, nbytes, pos, nbits)
-    if h > 62 or h * k + k - 1 > 61:
-        return np.int64(_INVALID), pos + 62
-    left = np.int64(1) << (h * k)
-    m, pos = _read_int(ptr, nbytes, pos, h * k + k - 1)
-    if m < left:
-        return m + left - 1, pos
-    b, pos = _read_int(ptr, nbytes, pos, 1)
-    return (m << 1) + b - 1, pos
-
-
-@_jit
-def _read_nibble(ptr, nbytes, pos, nbits):
-    x = np.int64(0)
-    for _ in range(21):
-        w, pos = _read_int(ptr, nbytes, pos, 4)
-        x = (x << 3) | (w & 7)
-        if w >= 8:
-            return x, pos
-    return np.int64(_INVALID), pos
-
-
-@_jit
-def _read_golomb(ptr, nbytes, pos, nbits, b):
-    if b == 0:
-        return np.int64(0), pos
-    q, pos = _read_unary(ptr, nbytes, pos, nbits)
-    if q > (np.int64(1) << 61) // b:
-        return np.int64(_INVALID), pos
-    # minimal binary code of the remainder, 0 <= r < b
-    log2b = 63 - _clz64(np.int64(b))
-    m = (np.int64(1) << (log2b + 1)) - b
-    x, pos = _read_int(ptr, nbytes, pos, log2b)
-    if x >= m:
-        bit, pos = _read_int(ptr, nbytes, pos, 1)
-        x = (x << 1) + bit - m
-    return q * b + x, pos
-
-
-@_jit
-def _read_code(ptr, nbytes, pos, nbits, code, k):
-    if code == GAMMA:
-        return _read_gamma(ptr, nbytes, pos, nbits)
-    if code == ZETA:
-        return _read_zeta(ptr, nbytes, pos, nbits, k)
-    if code == UNARY:
-        return _read_unary(ptr, nbytes, pos, nbits)
-    if code == DELTA:
-        return _read_delta(ptr, nbytes, pos, nbits)
-    if code == NIBBLE:
-        return _read_nibble(ptr, nbytes, pos, nbits)
-    return _read_golomb(ptr, nbytes, pos, nbits, k)
-
-
-@_jit
-def _nat2int(v):
-    return (v >> 1) ^ -(v & 1)
-
-
-# --------------------------------------------------------------------------------------
-# Decode loop
-# --------------------------------------------------------------------------------------
-
-
-@_jit
-def _decode(
-    buf,
-    nbits,
-    n,
-    m,
-    window,
-    minint,
-    k,
-    out_code,
-    ref_code,
-    blkcnt_code,
-    blk_code,
-    res_code,
-    src,
-    dst,
-    start,
-):
-    """Decode all successor lists into ``src``/``dst`` (length ``m``) and ``start`` (n + 1).
-
-    Returns ``(error, node, value, arcs_written, bit_position)``; ``error == 0`` on success.
-    """
-    ptr = np.int64(buf.ctypes.data)
-    nbytes = buf.shape[0]
-    pos = np.int64(0)
-    out = np.int64(0)
-    cap = 64
-    s_copy = np.empty(cap + 1, np.int64)
-    s_int = np.empty(cap + 1, np.int64)
-    s_res = np.empty(cap + 1, np.int64)
-    big = np.int64(1) << 62  # sentinel, larger than any node
-
-    for x in range(n):
-        start[x] = out
-        d, pos = _read_code(ptr, nbytes, pos, nbits, out_code, k)
-        if pos > nbits:
-            return _E_TRUNCATED, x, 0, out, pos
-        if d == 0:
-            continue
-        if d > m - out:
-            return _E_TOO_MANY_ARCS, x, d, out, pos
-        if d > cap:
-            cap = max(d, 2 * cap)
-            s_copy = np.empty(cap + 1, np.int64)
-            s_int = np.empty(cap + 1, np.int64)
-            s_res = np.empty(cap + 1, np.int64)
-
-        # ---- copied successors (reference + copy blocks)
-        ncopy = 0
-        ref = 0
-        if window > 0:
-            ref, pos = _read_code(ptr, nbytes, pos, nbits, ref_code, k)
-            if ref > window or ref > x:
-                return _E_BAD_REFERENCE, x, ref, out, pos
-        if ref > 0:
-            rs = start[x - ref]
-            re = start[x - ref + 1]
-            nblocks, pos = _read_code(ptr, nbytes, pos, nbits, blkcnt_code, k)
-            if nblocks > re - rs + 1:
-                return _E_BAD_BLOCKS, x, nblocks, out, pos
-            idx = rs
-            copying = True
-            for i in range(nblocks):
-                bl, pos = _read_code(ptr, nbytes, pos, nbits, blk_code, k)
-                if i > 0:
-                    bl += 1
-                if bl > re - idx:
-                    return _E_BAD_BLOCKS, x, bl, out, pos
-                if copying:
-                    if ncopy + bl > d:
-                        return _E_BAD_BLOCKS, x, bl, out, pos
-                    for j in range(bl):
-                        s_copy[ncopy + j] = dst[idx + j]
-                    ncopy += bl
-                idx += bl
-                copying = not copying
-            if copying:  # even block count: the rest of the referenced list is copied
-                bl = re - idx
-                if ncopy + bl > d:
-                    return _E_BAD_BLOCKS, x, bl, out, pos
-                for j in range(bl):
-                    s_copy[ncopy + j] = dst[idx + j]
-                ncopy += bl
-        s_copy[ncopy] = big
-        extra = d - ncopy
-
-        # ---- intervals
-        nint = 0
-        if extra > 0 and minint > 0:
-            nintervals, pos = _read_gamma(ptr, nbytes, pos, nbits)
-            if nintervals > 0:
-                if nintervals > extra // minint:
-                    return _E_BAD_INTERVALS, x, nintervals, out, pos
-                prev = np.int64(0)
-                for i in range(nintervals):
-                    v, pos = _read_gamma(ptr, nbytes, pos, nbits)
-                    if i == 0:
-                        left = x + _nat2int(v)
-                    else:
-                        left = prev + v + 1
-                    ln, pos = _read_gamma(ptr, nbytes, pos, nbits)
-                    ln += minint
-                    if ln > extra - nint:
-                        return _E_BAD_INTERVALS, x, ln, out, pos
-                    if left < 0 or left > n - ln:
-                        return _E_OUT_OF_RANGE, x, left, out, pos
-                    for j in range(ln):
-                        s_int[nint + j] = left + j
-                    nint += ln
-                    prev = left + ln
-        s_int[nint] = big
-
-        # ---- residuals
-        nres = extra - nint
-        if nres > 0:
-            v, pos = _read_code(ptr, nbytes, pos, nbits, res_code, k)
-            r = x + _nat2int(v)
-            if r < 0 or r >= n:
-                return _E_OUT_OF_RANGE, x, r, out, pos
-            s_res[0] = r
-            for i in range(1, nres):
-                v, pos = _read_code(ptr, nbytes, pos, nbits, res_code, k)
-                r += v + 1
-                if r >= n:
-                    return _E_OUT_OF_RANGE, x, r, out, pos
-                s_res[i] = r
-        s_res[nres] = big
-
-        # ---- merge the three increasing lists
-        if nint + nres == 0 or ncopy + nint == 0:
-            # a single list, increasing by construction
-            only = s_copy if nint + nres == 0 else s_res
-            for t in range(d):
-                dst[out + t] = only[t]
-                src[out + t] = x
-            out += d
-            if pos > nbits:
-                return _E_TRUNCATED, x, 0, out, pos
-            continue
-        i = 0
-        j = 0
-        q = 0
-        last = np.int64(-1)
-        for t in range(d):
-            a = s_copy[i]
-            b = s_int[j]
-            c = s_res[q]
-            if a <= b and a <= c:
-                val = a
-                i += 1
-            elif b <= c:
-                val = b
-                j += 1
-            else:
-                val = c
-                q += 1
-            if val <= last:
-                return _E_NOT_INCREASING, x, val, out, pos
-            last = val
-            dst[out + t] = val
-            src[out + t] = x
-        out += d
-        if pos > nbits:
-            return _E_TRUNCATED, x, 0, out, pos
-
-    start[n] = out
-    if out != m:
-        return _E_TOO_FEW_ARCS, n, out, out, pos
-    return _OK, n, 0, out, pos
+def _read_codes(data: bytes, code: int, k: int, count: int) -> tuple[np.ndarray, int]:
+    """The first ``count`` codes ``code`` (with parameter ``k``) of the bit stream ``data``,
+    and the bit position after them: the decoder's bit readers on their own (tests)."""
+    buf = np.zeros(len(data) + 8, dtype=np.uint8)  # the decoder reads 8 bytes at a time
+    buf[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(count, dtype=np.int64)
+    pos = lib.bvgraph_read_codes(buf, 8 * len(data), code, k, out)
+    return out, int(pos)
 
 
 # --------------------------------------------------------------------------------------
@@ -640,6 +275,37 @@ def _int_property(
     return value
 
 
+def _check_claims(n: int, m: int, nbytes: int, prop_path: str, graph_path: str) -> None:
+    """The ``nodes`` and ``arcs`` properties, checked before their arrays are allocated:
+    each node's outdegree takes at least one bit of the ``nbytes`` of the graph file,
+    a node has at most ``n`` successors (no more arcs than ``n**2``: intervals and
+    copied lists let a file hold far more arcs than bits), and the arcs' columns (16
+    bytes an arc), the node offsets (8 a node) and the CSR the build makes of them (12
+    an arc) must fit in the memory available.
+
+    Raises
+    ------
+    GraphFormatError
+        A claim the graph file cannot hold (as a truncated graph file cannot), naming
+        the property.
+    HostMemoryError
+        They cannot fit in memory.
+    """
+    from webrank.memory import check_fits
+
+    if n > 8 * nbytes:
+        raise GraphFormatError(
+            f"truncated BVGraph data, or a wrong 'nodes' property in "
+            f"{os.path.basename(prop_path)}: it claims {n:,} nodes, but the file's "
+            f"{nbytes:,} bytes hold at most {8 * nbytes:,} (a node takes a bit at least)",
+            path=graph_path)
+    if m > n * n:
+        raise GraphFormatError(f"the 'arcs' property claims {m:,} arcs, but {n:,} nodes "
+                               f"have at most {n * n:,}", path=prop_path)
+    check_fits(28 * m + 8 * (n + 1), f"the 'nodes' and 'arcs' properties claim {n:,} "
+               f"nodes and {m:,} arcs", "are the properties right?", path=prop_path)
+
+
 def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
     """Decode BASENAME.graph + BASENAME.properties (a WebGraph ``BVGraph``, version 0).
 
@@ -727,11 +393,12 @@ def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
     except OSError as e:
         raise GraphFormatError(f"cannot read BVGraph graph file: {e}", path=graph_path) from None
     nbits = 8 * got
+    _check_claims(n, m, got, prop_path, graph_path)
 
     src = np.empty(m, dtype=np.int64)
     dst = np.empty(m, dtype=np.int64)
     start = np.zeros(n + 1, dtype=np.int64)
-    err, node, value, written, bitpos = _decode(
+    err, node, value, written, bitpos = lib.bvgraph_decode(
         buf,
         nbits,
         n,

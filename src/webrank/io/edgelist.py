@@ -3,11 +3,18 @@
 The format
 ----------
 * plain text, gzip (``.gz``) or bzip2 (``.bz2``); UTF-8; ``\\n`` or ``\\r\\n`` line ends;
+  a line (comments too) of at most :data:`~webrank.io.sources.MAX_LINE_BYTES` (1 MiB),
+  its line end included: a longer one is refused (``no line end in 1 MiB``) by every
+  path, without holding it in memory (a few MB of gzip can hold a line of gigabytes);
 * lines whose first non-blank character is ``#`` or ``%`` are comments, anywhere in the
   file; blank lines are ignored;
 * fields separated by tabs, spaces or commas (detected from the first data lines unless
   ``delimiter`` is given); with tabs or spaces any run of whitespace separates fields,
-  and leading/trailing whitespace is ignored; fields are taken literally (no quoting);
+  and leading/trailing whitespace is ignored; fields are taken literally (no quoting),
+  but in a ``.csv`` file (also ``.csv.gz``...), where quoting is RFC 4180's as pandas'
+  ``to_csv`` and Python's ``csv`` write it: a field that starts with ``"`` runs to the
+  next lone ``"`` and may hold the delimiter and line breaks, ``""`` inside standing for
+  ``"`` (``"http://a.example/x,y"`` is the label ``http://a.example/x,y``);
 * an optional header line (``source,target``, ``src dst weight``, ...) before the first
   edge, as ``header`` says (:class:`~webrank.io.options.ReadOptions`). Left to the file
   (``header=None``), only a line that cannot be an edge is skipped silently: in
@@ -22,7 +29,9 @@ The format
 How it is read
 --------------
 The fast path peeks at the first lines (comments, header, delimiter, column count) and
-hands the rest of the stream to pyarrow's multi-threaded CSV reader with typed columns.
+hands the rest of the stream to pyarrow's multi-threaded CSV reader with typed columns
+(a plain file's lines are first looked at for one over the cap, every cap's worth of
+bytes; a compressed stream's as it goes to pyarrow).
 pyarrow knows neither comments nor runs of whitespace, so on files it cannot parse, or
 whose parsed values fail the checks (nulls, negative ids, bad weights, hex ids, suspicious
 labels), the exact line scanner reads the file again: it either parses it (comments
@@ -33,6 +42,7 @@ returned silently.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -47,7 +57,18 @@ from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import Progress, line_text, open_binary, plain_size
+from webrank.io.sources import (
+    LineWatch,
+    Progress,
+    find_long_line,
+    line_at,
+    line_cap,
+    line_text,
+    long_line_error,
+    open_binary,
+    plain_size,
+    strip_compression,
+)
 from webrank.io.tables import factorize
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
@@ -65,16 +86,16 @@ _BOM = b"\xef\xbb\xbf"
 _BIG_HINT = 'to read such ids as labels pass labels="string" (CLI: --labels string)'
 _SAMPLE_BYTES = 1 << 16  # bytes of data lines peeked at to choose delimiter/columns
 _SAMPLE_LINES = 64
-_MAX_LINE_BYTES = 1 << 20  # a longer first line: not an edge list
 PARALLEL_PARSE_BYTES = 1 << 23  # plain files from 8 MB on: parsed by _parallel_read
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 # the options read_edge_columns takes as keywords; read_edgelist adds the graph's
 _COLUMN_KEYWORDS = ("labels", "delimiter", "header", "weighted", "progress", "name",
                     "device")
-_KEYWORDS = (*_COLUMN_KEYWORDS, "node_ids", "duplicates")
+_KEYWORDS = (*_COLUMN_KEYWORDS, "node_ids", "duplicates", "directed")
 _LABELS_HINT = (
     'for non-numeric node labels (URLs, names) pass labels="string" (CLI: --labels string)'
 )
+_WHAT = "a text edge list"
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,8 @@ class _Layout:
     # string labels: the first data line (this text) is made of column names; it is a
     # header if its labels are on no other line (decided after the parse)
     maybe_header: str | None = None
+    # a .csv file: RFC 4180 quoting ("a,b" is one field; "" inside stands for ")
+    quoted: bool = False
 
 
 # --------------------------------------------------------------------------------------
@@ -142,17 +165,20 @@ def read_edge_columns(
     labels, weighted, name = opts.labels, opts.weighted, opts.name
     path = os.fspath(path)
     with open_binary(path, progress=opts.progress) as stream:
-        head, layout = _sniff(stream, name, labels, opts.delimiter, weighted, opts.header)
+        head, layout = _sniff(stream, name, labels, opts.delimiter, weighted, opts.header,
+                              strip_compression(path).lower().endswith(".csv"))
         use_w = layout.ncols == 3 and weighted is not False
         cols = None
         size = plain_size(stream)
-        # a build on the GPU takes pyarrow's parse: Numba's start would cost more than
-        # its parallel reader saves
+        if size is not None:  # a plain file: its long lines are refused before a parse
+            _refuse_long_lines(path, name, layout.data_start)
+        # a build on the GPU takes pyarrow's parse, whose columns the GPU build reads
         if labels == "int" and layout.ncols == 2 and size is not None \
                 and opts.device == "cpu":
             cols = _parallel_read(path, size, layout, opts.progress)
         if cols is None:
-            source = (_ArrowSource(head[layout.data_start:], stream, labels == "int")
+            source = (_ArrowSource(head[layout.data_start:], stream, labels == "int",
+                                   path, name, layout.data_start)
                       if size is None else
                       _MappedSource(path, size, layout.data_start, labels == "int",
                                     opts.progress))
@@ -162,6 +188,16 @@ def read_edge_columns(
     if layout.maybe_header is not None:
         cols = _drop_unused_header(cols, name, layout)
     return cols
+
+
+def _refuse_long_lines(path: str, name: str, start: int) -> None:
+    """A plain file's lines from byte ``start`` on, looked at every cap's worth of
+    bytes for one longer than the cap (:func:`~webrank.io.sources.find_long_line`):
+    refused before pyarrow or the parallel parse holds it (pyarrow took 4x a long line's
+    length)."""
+    offset = find_long_line(path, start)
+    if offset is not None:
+        raise long_line_error(name, *line_at(path, offset), _WHAT)
 
 
 def write_edgelist(
@@ -262,8 +298,21 @@ def _check_writable_labels(node_labels: np.ndarray) -> None:
 # --------------------------------------------------------------------------------------
 # layout
 # --------------------------------------------------------------------------------------
-def _splitter(delimiter: str, labels: str) -> Callable[[bytes], list[bytes]]:
-    """Split a line into fields the way the exact scanner does."""
+def _splitter(delimiter: str, labels: str, quoted: bool = False
+              ) -> Callable[[bytes], list[bytes]]:
+    """Split a line into fields the way the exact scanner does (``quoted``: a ``.csv``
+    file's line, RFC 4180 quoting where it holds a ``"``)."""
+    if quoted and delimiter != " ":
+        plain = _splitter(delimiter, labels)
+
+        def split(line: bytes) -> list[bytes]:
+            if 34 in line:
+                fields = _quoted_fields(line, delimiter)
+                if fields is not None:
+                    return fields
+            return plain(line)
+
+        return split
     if delimiter == " " or (delimiter == "\t" and labels == "int"):
         return bytes.split  # runs of any whitespace; ends stripped
     if delimiter == "\t":  # string labels may hold spaces: split on tab runs only
@@ -286,9 +335,12 @@ def _is_number(tok: bytes) -> bool:
     return True
 
 
-def _header_words(line: bytes) -> list[bytes] | None:
-    """The 2-3 fields of a line that may be a header, or None."""
+def _header_words(line: bytes, quoted: bool = False) -> list[bytes] | None:
+    """The 2-3 fields of a line that may be a header, or None (``quoted``: a ``.csv``
+    file's, ``"source","target"`` too)."""
     toks = [t for t in line.replace(b",", b" ").split() if t]
+    if quoted:
+        toks = [t.strip(b'"') for t in toks]
     return toks if 2 <= len(toks) <= 3 else None
 
 
@@ -366,12 +418,15 @@ def _sniff(
     delimiter: str | None,
     weighted: bool | None,
     header: bool | None = None,
+    quoted: bool = False,
 ) -> tuple[bytes, _Layout]:
     """Read the head of the file: comments, header, delimiter and column count.
+    ``quoted``: a ``.csv`` file, whose fields may be quoted (RFC 4180).
 
     Returns the bytes read so far (the caller passes the rest on) and the layout.
     """
     buf = bytearray()  # (appended to: amortised, not quadratic, over long comments)
+    cap = line_cap()
     eof = False
     first: int | None = None  # offset of the first data line
     first_line = 0
@@ -389,13 +444,13 @@ def _sniff(
                 pos = len(_BOM)  # a UTF-8 byte-order mark is not part of the first line
             if b"\x00" in chunk:  # binary data: refused from its first block
                 _check_text(bytes(buf), name, seen)
-            if len(buf) - pos > _MAX_LINE_BYTES:
-                raise GraphFormatError(
-                    f"no line end in {_MAX_LINE_BYTES >> 20} MiB: not a text edge list",
-                    path=name, line=lineno + 1, text=_decode(bytes(buf[pos:pos + 60])))
         # classify complete lines (the last one may lack its newline at EOF)
         while True:
             end = buf.find(b"\n", pos)
+            # a line longer than the cap (line end included), or one that will be
+            if (end - pos + 1 if end >= 0 else len(buf) - pos + (not eof)) > cap:
+                raise long_line_error(name, lineno + 1, _decode(bytes(buf[pos:pos + 120])),
+                                      _WHAT)
             if end < 0:
                 if not eof or pos >= len(buf):
                     break
@@ -408,7 +463,7 @@ def _sniff(
             seen.append((start, lineno, line))
             if first is None:
                 if len(seen) == 1 and header is not False:
-                    names = _header_words(line)
+                    names = _header_words(line, quoted)
                     if header or (names and labels == "int"
                                   and not any(map(_is_number, names))):
                         continue  # a header (said so, or it cannot be an edge)
@@ -427,11 +482,13 @@ def _sniff(
             raise GraphFormatError("empty file: no edges", path=name)
         raise GraphFormatError("no edges: the file holds only comments or a header", path=name)
 
+    if quoted:  # records: lines joined where a quoted field holds a line break
+        sample = _joined_records(sample)
     delim = delimiter
     if delim is None:  # (from the lines below a line of column names)
         delim = _detect_delimiter(sample[1:] if column_names and len(sample) > 1 else sample,
-                                  labels)
-    split = _splitter(delim, labels)
+                                  labels, quoted)
+    split = _splitter(delim, labels, quoted)
     maybe_header = None
     if column_names is not None:
         if len(sample) > 1 and _not_an_edge_above(split(sample[0]), split(sample[1]),
@@ -454,7 +511,22 @@ def _sniff(
             "weighted=True but the file has no weight column (2 columns: source target)",
             path=name, line=first_line, text=text,
         )
-    return buf, _Layout(first, first_line, delim, ncols, maybe_header)
+    return buf, _Layout(first, first_line, delim, ncols, maybe_header,
+                        quoted and delim != " ")
+
+
+def _joined_records(lines: list[bytes]) -> list[bytes]:
+    """Lines of a quoted CSV file as records: a line with an open quoted field (an odd
+    number of ``"``) joined with the next ones until it closes."""
+    out: list[bytes] = []
+    odd = False
+    for line in lines:
+        if odd:
+            out[-1] += b"\n" + line
+        else:
+            out.append(line)
+        odd ^= line.count(b'"') % 2 == 1
+    return out
 
 
 def _not_an_edge_above(names: list[bytes], below: list[bytes], weighted: bool | None) -> bool:
@@ -466,12 +538,12 @@ def _not_an_edge_above(names: list[bytes], below: list[bytes], weighted: bool | 
             and _is_number(below[2]))
 
 
-def _detect_delimiter(sample: list[bytes], labels: str) -> str:
+def _detect_delimiter(sample: list[bytes], labels: str, quoted: bool = False) -> str:
     """Tab, comma or whitespace: the first that splits every sampled line alike in 2-3."""
     for cand in ("\t", ",", " "):
         if cand != " " and cand.encode() not in sample[0]:
             continue
-        split = _splitter(cand, labels)
+        split = _splitter(cand, labels, quoted)
         counts = {len(split(line)) for line in sample}
         if len(counts) == 1 and counts <= {2, 3}:
             return cand
@@ -498,7 +570,7 @@ def _parallel_read(
     delim = layout.delimiter.encode()
     if body < PARALLEL_PARSE_BYTES or len(delim) != 1 or delim.isdigit():
         return None
-    if not use_parallel_build(body // 12):  # (lines of ~12 bytes; or no Numba)
+    if not use_parallel_build(body // 12):  # (lines of ~12 bytes)
         return None
     from webrank.kernels import cpu_parse
     from webrank.kernels.cpu import num_threads
@@ -555,15 +627,21 @@ class _ArrowSource(io.RawIOBase):
 
     It watches the bytes going through for ``x``/``X``: pyarrow parses ``0x1f`` as a hex
     integer, which the exact scanner rejects; and it keeps a decompression error so it
-    can be re-raised as such rather than as a CSV error.
+    can be re-raised as such rather than as a CSV error. It watches them for a line
+    longer than the cap too (:class:`~webrank.io.sources.LineWatch`): pyarrow would hold
+    the whole line, a few times over (a 2 GiB comment took 4.3 GB), so the data ends
+    there and the error is kept.
     """
 
-    def __init__(self, head: bytes, stream: BinaryIO, watch_hex: bool) -> None:
+    def __init__(self, head: bytes, stream: BinaryIO, watch_hex: bool, path: str,
+                 name: str, offset: int) -> None:
         self._head = memoryview(head)
         self._stream = stream
         self._watch_hex = watch_hex
         self.saw_hex = False
         self.error: GraphFormatError | None = None
+        self._lines = LineWatch(offset)
+        self._path, self._name = path, name
 
     def readable(self) -> bool:
         return True
@@ -578,6 +656,11 @@ class _ArrowSource(io.RawIOBase):
                 self._head = self._head[len(data):]
         else:
             data = self._read(size)
+        if not self._lines.feed(data):
+            if self.error is None:  # (the offset of its start -> the line's number)
+                self.error = long_line_error(
+                    self._name, *line_at(self._path, self._lines.long_line), _WHAT)
+            return b""
         if self._watch_hex and not self.saw_hex and (b"x" in data or b"X" in data):
             self.saw_hex = True
         return data
@@ -693,9 +776,10 @@ def _fast_read(
             table = pacsv.read_csv(
                 data,
                 read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
-                parse_options=pacsv.ParseOptions(delimiter=layout.delimiter,
-                                                  quote_char=False, double_quote=False,
-                                                  escape_char=False),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=layout.delimiter,
+                    quote_char='"' if layout.quoted else False,
+                    double_quote=layout.quoted, escape_char=False),
                 convert_options=pacsv.ConvertOptions(
                     column_types={k: types[k] for k in names},
                     include_columns=names[: 3 if use_w else 2],
@@ -738,9 +822,14 @@ def _fast_read(
     cs, cd, node_labels = factorize(table.column("src"), table.column("dst"))
     # labels the exact scanner would read differently: empty or whitespace-padded
     # fields, and mid-file comment lines that happened to have the right field count
-    # (checked on the distinct labels; a target label starting with #/% costs a rescan)
+    # (checked on the distinct labels; a target label starting with #/% costs a rescan).
+    # Quoted (.csv): a quote or line break in a label. pyarrow cuts its blocks at line
+    # ends, quotes aside (newlines_in_values=True would cost 40% of the parse), so a
+    # quoted field holding a line break can be cut in two; each half then holds one of
+    # these (the open quote's line break, or the closing quote taken literally).
+    bad = r"^[#%]|^$|^\s|\s$" + (r'|["\n\r]' if layout.quoted else "")
     if pc.any(pc.match_substring_regex(pa.array(node_labels, type=pa.string()),
-                                       r"^[#%]|^$|^\s|\s$")).as_py():
+                                       bad)).as_py():
         return None
     return cs, cd, w, node_labels
 
@@ -757,16 +846,18 @@ def _slow_read(
     progress: Progress | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Parse line by line; raise GraphFormatError at the first bad line."""
+    cap = line_cap()
     with open_binary(path, progress=progress) as stream:
-        lines: Iterable[bytes] = stream
+        # lines of at most cap + 1 bytes: a longer one is refused, never held whole
+        lines: Iterable[bytes] = iter(functools.partial(stream.readline, cap + 1), b"")
         for _ in range(layout.first_line - 1):  # comments/header already classified
-            stream.readline()
+            stream.readline(cap + 1)
         if layout.first_line == 1 and stream.peek(3)[:3] == _BOM:
             stream.read(3)
         if labels == "int":
-            src, dst, wts, skips = _scan_int(lines, name, layout, use_w)
+            src, dst, wts, skips = _scan_int(lines, name, layout, use_w, cap)
         else:
-            src, dst, wts, skips = _scan_string(lines, name, layout, use_w)
+            src, dst, wts, skips = _scan_string(lines, name, layout, use_w, cap)
 
     def fail(k: int, message: str) -> GraphFormatError:
         lineno = layout.first_line + k + int(np.searchsorted(skips, k, side="right"))
@@ -799,9 +890,10 @@ def _slow_read(
             a = np.array(col, dtype=np.int64)
         except OverflowError:
             k = next(i for i, v in enumerate(col) if not -_INT64_MAX - 1 <= v <= _INT64_MAX)
+            shown = _short(str(col[k]).encode())
             if col[k] < 0:
-                raise fail(k, f"negative node id {col[k]}; node ids must be >= 0") from None
-            raise fail(k, f"node id {col[k]} is beyond the int64 range (ids must be < 2**63); "
+                raise fail(k, f"negative node id {shown}; node ids must be >= 0") from None
+            raise fail(k, f"node id {shown} is beyond the int64 range (ids must be < 2**63); "
                           f"{_BIG_HINT}") from None
         arrays.append(a)
     neg = (arrays[0] < 0) | (arrays[1] < 0)
@@ -810,6 +902,13 @@ def _slow_read(
         v = min(arrays[0][k], arrays[1][k])
         raise fail(k, f"negative node id {v}; node ids must be >= 0")
     return arrays[0], arrays[1], w, None
+
+
+def _short(token: bytes) -> str:
+    """A field as text for a message: a long one cut, with its length."""
+    if len(token) <= 40:
+        return token.decode("utf-8", "replace")
+    return f"{token[:24].decode('utf-8', 'replace')}...({len(token):,} characters)"
 
 
 def _utf8(b: bytes) -> bool:
@@ -821,9 +920,10 @@ def _utf8(b: bytes) -> bool:
 
 
 def _scan_int(
-    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool
+    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool, cap: int
 ) -> tuple[list[int], list[int], list[float], list[int]]:
     """The exact scanner for integer ids. ``skips``: records read before each skipped line.
+    ``lines``: of at most ``cap + 1`` bytes, a longer one refused.
 
     The loop is the hot part of the slow path (~0.7 µs a line), so errors are found by
     letting ``int()``/``float()``/unpacking fail and diagnosing only then.
@@ -842,8 +942,8 @@ def _scan_int(
                 a, b, c = parts
             else:
                 a, b = parts
-            if 95 in line:  # "_": int()/float() accept 1_000; the fast path does not
-                raise ValueError
+            if 95 in line or len(line) > cap:  # "_": int()/float() accept 1_000; the
+                raise ValueError                   # fast path does not
             ia = int(a)
             ib = int(b)
             if use_w:
@@ -851,17 +951,36 @@ def _scan_int(
             sa(ia)
             da(ib)
         except ValueError:
+            if len(line) > cap:
+                raise long_line_error(name, lineno, _decode(line[:120]), _WHAT) from None
             if _is_comment(line):
                 skips.append(len(src))
                 continue
+            if layout.quoted and 34 in line and 95 not in line:  # '"': RFC 4180 quoting
+                q = _quoted_fields(line, layout.delimiter)
+                if q is not None and len(q) == layout.ncols:
+                    try:
+                        ia, ib = int(q[0]), int(q[1])
+                        wq = float(q[2]) if use_w else 0.0
+                    except ValueError:
+                        pass
+                    else:
+                        if use_w:
+                            wa(wq)
+                        sa(ia)
+                        da(ib)
+                        continue
             raise _diagnose(parts, line, lineno, name, layout, "int", use_w) from None
     return src, dst, wts, skips
 
 
 def _scan_string(
-    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool
+    lines: Iterable[bytes], name: str, layout: _Layout, use_w: bool, cap: int
 ) -> tuple[list[bytes], list[bytes], list[float], list[int]]:
-    """The exact scanner for string labels (kept as bytes; decoded in bulk later)."""
+    """The exact scanner for string labels (kept as bytes; decoded in bulk later).
+    ``lines``: of at most ``cap + 1`` bytes, a longer one refused. In a ``.csv`` file a
+    line with a ``"`` is an RFC 4180 record (:func:`_quoted_fields`), continued on the
+    next lines while a quoted field is open."""
     src: list[bytes] = []
     dst: list[bytes] = []
     wts: list[float] = []
@@ -870,7 +989,27 @@ def _scan_string(
     tab = layout.delimiter == "\t"
     ws = layout.delimiter == " "
     three = layout.ncols == 3
+    quoted = layout.quoted
+    lines = iter(lines)
+    joined = 0  # lines joined to a record above (a quoted line break): lineno lags by it
     for lineno, line in enumerate(lines, layout.first_line):
+        if quoted and 34 in line and not _is_comment(line):  # '"'
+            lineno += joined
+            if len(line) > cap:
+                raise long_line_error(name, lineno, _decode(line[:120]), _WHAT)
+            record, more = _quoted_record(line, lines, cap, name, lineno)
+            joined += more
+            parts = _quoted_fields(record, layout.delimiter) or []
+            c = parts[2] if use_w and len(parts) == 3 else b"0"
+            if len(parts) != layout.ncols or not parts[0] or not parts[1] or 95 in c \
+                    or not _is_number(c):
+                raise _diagnose(parts, record, lineno, name, layout, "string", use_w)
+            if use_w:
+                wts.append(float(c))
+            src.append(parts[0])
+            dst.append(parts[1])
+            skips.extend([len(src)] * more)
+            continue
         # a tab-separated line without spaces splits the same on any whitespace (C speed)
         # (ints: `32 in line` is ~10x faster than `b" " in line`)
         if ws or (tab and 32 not in line and 11 not in line and 12 not in line):
@@ -882,8 +1021,8 @@ def _scan_string(
                 a, b, c = parts
             else:
                 a, b = parts
-            if not a or not b or a[0] in (35, 37):  # "#", "%": a comment
-                raise ValueError
+            if not a or not b or a[0] in (35, 37) or len(line) > cap:  # "#", "%": a
+                raise ValueError                                         # comment
             if use_w:
                 if 95 in c:  # "_"
                     raise ValueError
@@ -891,11 +1030,75 @@ def _scan_string(
             src.append(a)
             dst.append(b)
         except ValueError:
+            if len(line) > cap:
+                raise long_line_error(name, lineno + joined, _decode(line[:120]),
+                                      _WHAT) from None
             if _is_comment(line):
                 skips.append(len(src))
                 continue
-            raise _diagnose(parts, line, lineno, name, layout, "string", use_w) from None
+            raise _diagnose(parts, line, lineno + joined, name, layout, "string",
+                            use_w) from None
     return src, dst, wts, skips
+
+
+def _quoted_record(
+    line: bytes, lines: Iterable[bytes], cap: int, name: str, lineno: int
+) -> tuple[bytes, int]:
+    """A record of a quoted CSV file that starts with ``line``: the line, joined with the
+    next ones while a quoted field is open (an odd number of ``"`` so far); and how many
+    lines were joined. A record longer than ``cap`` is refused as a long line."""
+    if not line.count(b'"') % 2:
+        return line, 0
+    parts, size, odd = [line], len(line), True
+    for nxt in lines:
+        parts.append(nxt)
+        size += len(nxt)
+        if size > cap:
+            raise long_line_error(name, lineno, _decode(line[:120]), _WHAT)
+        odd ^= nxt.count(b'"') % 2 == 1
+        if not odd:
+            break
+    return b"".join(parts), len(parts) - 1
+
+
+def _quoted_fields(record: bytes, delimiter: str) -> list[bytes] | None:
+    """The fields of a record of a ``.csv`` file as RFC 4180 reads it (pandas'
+    ``to_csv``, Python's ``csv``): a field that starts with ``"`` (after blanks) runs to
+    the next lone ``"``, ``""`` inside it standing for ``"``, and may hold the delimiter
+    and line breaks; text after its closing quote is kept (as pyarrow and ``csv`` do),
+    trailing blanks aside. Other fields are taken literally, stripped of blanks (as the
+    unquoted scanner does). None: a quote left open."""
+    rec = record[:-1] if record[-1:] == b"\n" else record
+    if rec[-1:] == b"\r":
+        rec = rec[:-1]
+    d = delimiter.encode()
+    fields: list[bytes] = []
+    i, n = 0, len(rec)
+    while True:
+        j = i
+        while j < n and rec[j] in b" \t" and rec[j] != d[0]:
+            j += 1
+        if j < n and rec[j] == 34:
+            pieces, k = [], j + 1
+            while True:
+                q = rec.find(b'"', k)
+                if q < 0:
+                    return None
+                pieces.append(rec[k:q])
+                if rec[q + 1:q + 2] != b'"':
+                    break
+                pieces.append(b'"')
+                k = q + 2
+            e = rec.find(d, q + 1)
+            e = n if e < 0 else e
+            fields.append(b"".join(pieces) + rec[q + 1:e].rstrip())
+        else:
+            e = rec.find(d, i)
+            e = n if e < 0 else e
+            fields.append(rec[i:e].strip())
+        if e >= n:
+            return fields
+        i = e + 1
 
 
 def _diagnose(
@@ -908,11 +1111,17 @@ def _diagnose(
     use_w: bool,
 ) -> GraphFormatError:
     """The precise error for a line the scanner could not take."""
-    text = _decode(line)
+    text = _decode(line[:240])
 
     def err(message: str) -> GraphFormatError:
         return GraphFormatError(message, path=name, line=lineno, text=text)
 
+    if layout.quoted and b'"' in line:
+        quoted = _quoted_fields(line, layout.delimiter)
+        if quoted is None:
+            return err('a quoted field without its closing quote (RFC 4180: a field in '
+                       'double quotes, a quote inside it doubled: "say ""hi""")')
+        parts = quoted
     if len(parts) != layout.ncols:
         return err(f"expected {layout.ncols} columns (as on line {layout.first_line}), "
                    f"got {len(parts)}")
@@ -921,14 +1130,17 @@ def _diagnose(
         if not t:
             return err("empty field")
         if labels == "int":
-            shown = t.decode("utf-8", "replace")
+            shown = _short(t)
             if not (t.isdigit() or (t[:1] in (b"+", b"-") and t[1:].isdigit())):
                 return err(f"node id {shown!r} is not a non-negative integer; {_LABELS_HINT}")
-            if int(t) < 0:
+            if t[:1] == b"-" and t[1:].strip(b"0"):
                 return err(f"negative node id {shown}; node ids must be >= 0")
+            if len(t.lstrip(b"+").lstrip(b"0")) > 19:  # (int() takes at most 4,300 digits)
+                return err(f"node id {shown} is beyond the int64 range (ids must be < "
+                           f"2**63); {_BIG_HINT}")
     if use_w:
         t = parts[2].strip()
-        shown = t.decode("utf-8", "replace")
+        shown = _short(t)
         try:
             if b"_" in t:
                 raise ValueError

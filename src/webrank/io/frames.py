@@ -32,7 +32,7 @@ __all__ = [
     "graph_from_scipy",
 ]
 # the options graph_from_arrow and graph_from_dataframe take as keywords
-_KEYWORDS = ("labels", "node_ids", "duplicates", "name", "device")
+_KEYWORDS = ("labels", "node_ids", "duplicates", "name", "device", "directed")
 
 
 # -- tables -> Graph ------------------------------------------------------------------------
@@ -46,11 +46,12 @@ def graph_from_dataframe(
     **overrides: Any,
 ) -> Graph:
     """:meth:`Graph.from_dataframe` with its options as a :class:`ReadOptions` (``labels``,
-    ``node_ids``, ``duplicates`` and ``name`` apply) and/or keywords, which win."""
+    ``node_ids``, ``duplicates``, ``name``, ``device`` and ``directed`` apply) and/or
+    keywords, which win."""
     opts = reader_options("graph_from_dataframe", options, overrides, _KEYWORDS)
     return Graph.from_dataframe(df, source, target, weight, labels=opts.labels,
                                 node_ids=opts.node_ids, duplicates=opts.duplicates,
-                                name=opts.name, device=opts.device)
+                                name=opts.name, device=opts.device, directed=opts.directed)
 
 
 def graph_from_arrow(
@@ -69,10 +70,12 @@ def graph_from_arrow(
 
 
 def graph_from_scipy(
-    a: Any, *, weight: bool = True, keep_zeros: bool = False, name: str | None = None
+    a: Any, *, weight: bool = True, keep_zeros: bool = False, name: str | None = None,
+    directed: bool = True,
 ) -> Graph:
     """:meth:`Graph.from_scipy` (kept as a function beside the table adapters)."""
-    return Graph.from_scipy(a, weight=weight, keep_zeros=keep_zeros, name=name)
+    return Graph.from_scipy(a, weight=weight, keep_zeros=keep_zeros, name=name,
+                            directed=directed)
 
 
 # -- results -> tables ----------------------------------------------------------------------

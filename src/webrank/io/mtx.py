@@ -4,7 +4,9 @@ Convention: entry ``(i, j)`` is the edge ``i -> j`` (row = source, column = targ
 the adjacency-matrix convention of networkx and SciPy; node ``k`` is row/column ``k + 1``
 of the file (Matrix Market indices are 1-based, webrank's 0-based). The matrix must be
 square, its size is the number of nodes (``node_ids`` does not apply: the file declares
-the node set). ``symmetric`` matrices give both directions of each off-diagonal entry;
+the node set). ``symmetric`` matrices give both directions of each off-diagonal entry
+(read with ``directed=False``, the stored triangle is the undirected edge list: the same
+graph, whatever ``duplicates``);
 ``pattern`` matrices are unweighted; ``integer``/``real`` values are edge weights (finite
 and >= 0); ``complex``, ``hermitian`` and ``skew-symmetric`` are refused. Both
 ``coordinate`` and dense ``array`` layouts are read (a dense matrix's nonzeros are its
@@ -13,6 +15,7 @@ edges).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from typing import Any
@@ -22,11 +25,11 @@ import numpy as np
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph, first_bad_weight
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import line_text, open_binary
+from webrank.io.sources import LineCapReader, line_text, open_binary
 
 __all__ = ["read_mtx", "write_mtx"]
 
-_KEYWORDS = ("weighted", "duplicates", "progress", "name", "device")
+_KEYWORDS = ("weighted", "duplicates", "progress", "name", "device", "directed")
 _LINE_RE = re.compile(r"[Ll]ine (\d+)")
 
 
@@ -42,10 +45,11 @@ def read_mtx(
     path : str or os.PathLike
         The ``.mtx`` file (plain, ``.gz`` or ``.bz2``).
     options : ReadOptions, optional
-        How to read it; only ``weighted``, ``duplicates``, ``progress`` and ``name``
-        apply (the file declares the node set). ``weighted``: None reads
-        ``integer``/``real`` values as weights, a ``pattern`` matrix as unweighted; True
-        requires values; False ignores them. ``duplicates``: repeated entries.
+        How to read it; only ``weighted``, ``duplicates``, ``progress``, ``name``,
+        ``device`` and ``directed`` apply (the file declares the node set).
+        ``weighted``: None reads ``integer``/``real`` values as weights, a ``pattern``
+        matrix as unweighted; True requires values; False ignores them. ``duplicates``:
+        repeated entries.
     **overrides
         The options that apply, as keywords (``weighted=False``); they win over
         ``options``.
@@ -93,17 +97,29 @@ def read_mtx(
             if size is not None:
                 check_fits(8 * size[0] * size[1], f"a dense {size[0]:,} x {size[1]:,} matrix",
                            "store a graph as 'coordinate' entries", path=name)
+        else:  # the entries the size line claims, checked before SciPy allocates them
+            from webrank.io.sources import plain_size
+            from webrank.memory import check_mtx_entries
+
+            check_mtx_entries(f.peek(1 << 16), path=name, file_bytes=plain_size(f))
+        # a line longer than the cap ends the data SciPy sees (it would hold it whole);
+        # buffered: SciPy reads 1 KiB at a time
+        capped = LineCapReader(f, path, name, "a Matrix Market file")
         try:
-            mat = scipy.io.mmread(f)
+            mat = scipy.io.mmread(io.BufferedReader(capped, buffer_size=1 << 20))
         except GraphFormatError:
             raise
         except (ValueError, TypeError, OverflowError, IndexError, OSError, EOFError) as e:
+            if capped.error is not None:
+                raise capped.error from None
             msg = str(e)
             m = _LINE_RE.search(msg)
             lineno = int(m.group(1)) if m else None
             text = line_text(path, lineno) if lineno else None
             raise GraphFormatError(f"malformed Matrix Market file: {msg}", path=name,
                                    line=lineno, text=text) from None
+        if capped.error is not None:
+            raise capped.error
     if not sp.issparse(mat):
         mat = sp.coo_array(np.asarray(mat))
     mat = sp.coo_array(mat)
@@ -122,7 +138,12 @@ def read_mtx(
                 "weights must be finite and >= 0",
                 path=name,
             )
-    return opts.graph(mat.row, mat.col, w, node_ids="range", num_nodes=rows)
+    row, col = mat.row, mat.col
+    if symmetry == "symmetric" and not opts.directed:
+        # SciPy gave both triangles; the stored one is the undirected edge list
+        lower = row >= col
+        row, col, w = row[lower], col[lower], None if w is None else w[lower]
+    return opts.graph(row, col, w, node_ids="range", num_nodes=rows)
 
 
 def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:

@@ -193,6 +193,7 @@ def read_native(
         )
     try:
         with np.load(path, allow_pickle=False) as z:
+            _check_claims(z.zip, name)
             keys = set(z.files)
             if _MARKER_KEY not in keys or str(z[_MARKER_KEY]) != FORMAT_MARKER:
                 raise GraphFormatError(
@@ -225,6 +226,56 @@ def read_native(
     if progress is not None:
         progress(total, total)
     return graph
+
+
+#: the most bytes deflate makes of one (its longest match of 258 bytes in under 2 bits)
+_DEFLATE_RATIO = 1032
+
+
+def _check_claims(archive: zipfile.ZipFile, name: str) -> None:
+    """The shape each ``.npy`` member's header claims, checked before any array is read:
+    the member's bytes must hold that many entries (a compressed member at most
+    ``_DEFLATE_RATIO`` times its compressed bytes), and all of them must fit in the
+    memory available.
+
+    Raises
+    ------
+    GraphFormatError
+        A claim the archive's bytes cannot hold (naming the array, its shape and its
+        bytes).
+    HostMemoryError
+        The arrays need more memory than is available.
+    """
+    from numpy.lib import format as npy
+
+    from webrank.memory import check_claim, check_fits
+
+    total = 0
+    for info in archive.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        key = info.filename[:-4]
+        if (info.compress_type == zipfile.ZIP_DEFLATED
+                and info.file_size > _DEFLATE_RATIO * info.compress_size + 1024):
+            raise GraphFormatError(
+                f"array {key!r} claims {info.file_size:,} bytes, but its "
+                f"{info.compress_size:,} compressed bytes inflate to at most "
+                f"{_DEFLATE_RATIO * info.compress_size + 1024:,}", path=name)
+        with archive.open(info) as f:
+            version = npy.read_magic(f)
+            read_header = (npy.read_array_header_1_0 if version == (1, 0)
+                           else npy.read_array_header_2_0)
+            shape, _, dtype = read_header(f)
+            room = info.file_size - f.tell()
+        if dtype.hasobject:
+            continue  # refused by np.load (allow_pickle=False)
+        count = math.prod(shape)
+        check_claim(count, "entries", f"array {key!r} (shape {shape}, {dtype})", path=name,
+                    item_bytes=0, min_bits=8 * dtype.itemsize, file_bytes=max(room, 0),
+                    room=f"its {max(room, 0):,} bytes in the archive")
+        total += count * dtype.itemsize
+    check_fits(total, f"the cache's arrays ({total:,} bytes)",
+               "load it on a machine with more memory", path=name)
 
 
 def _stored_arrays(path: str, archive: zipfile.ZipFile,
@@ -276,6 +327,43 @@ def _stored_arrays(path: str, archive: zipfile.ZipFile,
     return out
 
 
+def _out_weights(indices: Any, weights: Any, n: int) -> Any:
+    """Each node's out-weight: its links' count, or the sum of their weights, in link
+    order (the order of the build's ``np.bincount``: the same floats). On the host
+    ``np.add.at``, as fast as ``np.bincount`` without its int64 copy of the indices
+    (8 bytes a link)."""
+    xp = array_module(indices)
+    if xp is not np:
+        return (xp.bincount(indices, minlength=n) if weights is None
+                else xp.bincount(indices, weights=weights, minlength=n)).astype(xp.float64)
+    out = np.zeros(n, np.float64)
+    np.add.at(out, indices, 1.0 if weights is None else weights)
+    return out
+
+
+def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> Any:
+    """The out-weights recomputed from the links, after checking that the stored ones
+    agree node by node (exactly for link counts, to 1e-9 for sums of weights, which a
+    build on the GPU adds up in another order): a cache whose out-weights disagree
+    with its links would rank another graph than its CSR, and certify it."""
+    xp = array_module(indices)
+    sums = _out_weights(indices, weights, stored.size)
+    if weights is None:
+        off = stored != sums
+    else:
+        if not bool(xp.isfinite(sums).all()):
+            k = int(xp.argmax(~xp.isfinite(sums)))
+            raise bad(f"the weights of node {k}'s links add up beyond the float64 range "
+                      "(re-create the cache from the source file)")
+        off = ~(xp.abs(stored - sums) <= 1e-9 * sums)  # (a NaN is off too)
+    if bool(off.any()):
+        k = int(xp.argmax(off))
+        what = "weights add" if weights is not None else "count comes to"
+        raise bad(f"out_weight of node {k} is {float(stored[k])!r}, but its links' {what} "
+                  f"{float(sums[k])!r}")
+    return sums
+
+
 def _build(data: dict[str, Any], name: str) -> Graph:
     """Graph from the stored arrays (NumPy, or CuPy for the CSR and weights), after
     O(n + m) consistency checks."""
@@ -296,25 +384,21 @@ def _build(data: dict[str, Any], name: str) -> Graph:
     xp = array_module(indices)
     if n and bool(xp.any(indptr[1:] < indptr[:-1])):
         raise bad("indptr is not non-decreasing")
-    if m and (int(indices.min()) < 0 or int(indices.max()) >= n):
-        raise bad("indices out of range")
+    if m:
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < 0 or hi >= n:
+            v = lo if lo < 0 else hi
+            k = int(xp.argmax(indices == v))
+            raise bad(f"indices out of range: link {k} has source node {v}, outside "
+                      f"0..{n - 1}")
     if out_weight.shape != (n,) or out_weight.dtype.kind != "f":
         raise bad("out_weight is not a float array of one entry per node")
     weights = data.get("weights")
     if weights is not None and (weights.shape != (m,) or weights.dtype.kind != "f"):
         raise bad("weights is not a float array of one entry per link")
-    # the out-weights are the links' (weights') sums: checked in O(n) plus one sum
-    k = first_bad_weight(out_weight)
-    if k is not None:
-        raise bad(f"node {k} has out-weight {float(out_weight[k])}")
     if weights is not None and (k := first_bad_weight(weights)) is not None:
         raise bad(f"link {k} has weight {float(weights[k])}")
-    expect = float(m if weights is None else weights.sum())
-    if weights is None and bool(xp.any(out_weight != xp.floor(out_weight))):
-        raise bad("an unweighted graph's out-weights are not link counts")
-    if abs(float(out_weight.sum()) - expect) > 1e-9 * max(expect, 1.0):
-        raise bad(f"the out-weights sum to {float(out_weight.sum())!r}, the links' "
-                  f"{'weights' if weights is not None else 'count'} to {expect!r}")
+    out_weight = _checked_out_weights(out_weight, indices, weights, bad)
     labels = data.get("labels")
     if "labels_utf8" in data:
         kind = str(data.get("labels_kind", "O"))

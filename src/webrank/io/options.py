@@ -20,9 +20,14 @@ import numpy as np
 from webrank.graph import Duplicates, Graph, NodeIds
 from webrank.io.sources import Progress
 
-__all__ = ["ReadOptions", "reader_options"]
+__all__ = ["DELIMITER_WORDS", "ReadOptions", "reader_options"]
 
 Labels = Literal["int", "string"]
+
+#: Names :class:`ReadOptions` takes for a ``delimiter`` (the CLI's ``--delimiter``), and
+#: the character each stands for; ``\\t`` is the two characters a shell passes for a tab.
+DELIMITER_WORDS = {"tab": "\t", "\\t": "\t", "comma": ",", "space": " ",
+                   "semicolon": ";", "pipe": "|"}
 
 
 @dataclass(frozen=True)
@@ -41,9 +46,13 @@ class ReadOptions:
         :attr:`Graph.labels`. Edge lists, adjacency files and tables (Parquet,
         DataFrames; their string columns are labels either way).
     delimiter : str, optional
-        Edge lists only: the field separator (one character). Default: detected from
-        the first data lines (tab, comma, else whitespace). ``" "`` or ``"\\t"`` accept
-        any run of whitespace.
+        Edge lists only: the field separator, one character or one of the words
+        ``"tab"`` (also the two characters ``\\t``), ``"comma"``, ``"space"``,
+        ``"semicolon"``, ``"pipe"`` (kept as the character). Default: detected from the
+        first data lines (tab, comma, else whitespace). ``" "`` accepts any run of
+        whitespace, ``"\\t"`` too with integer ids (runs of tabs with string labels).
+        In a ``.csv`` file fields may be quoted as RFC 4180 says (``"a,b"``, ``""`` for
+        a quote inside), with any delimiter but ``" "``.
     header : bool, optional
         Edge lists only: whether the first non-comment line is a header (column names).
         None (default): decided from the file, only where that is unambiguous: with
@@ -80,13 +89,20 @@ class ReadOptions:
         host's cores (pyarrow) and builds the CSR on the current CUDA device from the
         parsed columns, the graph keeping CuPy arrays (see :meth:`Graph.from_edges`); a
         ``.npz`` cache is uploaded as it is. Needs CuPy.
+    directed : bool, default True
+        False: an undirected graph, each edge ``{u, v}`` linking both ways (a self-loop
+        once), as networkx ranks an ``nx.Graph``; see :meth:`Graph.from_edges`. Every
+        format but webrank's ``.npz`` cache (a graph already built, refused by
+        :func:`webrank.load`): build the cache from the edges with it instead. A
+        ``symmetric`` Matrix Market file's stored triangle is its edge list.
 
     Raises
     ------
     ValueError
         An unknown ``labels``, ``node_ids`` or ``duplicates`` value, a ``delimiter``
         that is not one character (or is a line break, ``#`` or ``%``), a ``weighted``
-        other than None/True/False, or ``columns`` that are not 2 or 3 names.
+        other than None/True/False, a ``directed`` other than True/False, or ``columns``
+        that are not 2 or 3 names.
 
     Examples
     --------
@@ -105,15 +121,20 @@ class ReadOptions:
     progress: Progress | None = None
     name: str | None = None
     device: Literal["cpu", "gpu"] = "cpu"
+    directed: bool = True
 
     def __post_init__(self) -> None:
         labels, delimiter, weighted = self.labels, self.delimiter, self.weighted
+        if isinstance(delimiter, str) and delimiter.lower() in DELIMITER_WORDS:
+            delimiter = DELIMITER_WORDS[delimiter.lower()]
+            object.__setattr__(self, "delimiter", delimiter)
         if labels not in ("int", "string"):
             raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
         if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
                                       or delimiter in "\r\n#%"):
             raise ValueError(
-                f"delimiter must be one character such as '\\t', ' ' or ',', not {delimiter!r}"
+                "delimiter must be one character (not a line break, '#' or '%') or one of "
+                f"{', '.join(DELIMITER_WORDS)}, not {delimiter!r}"
             )
         if weighted not in (None, True, False):
             raise ValueError(f"weighted must be None, True or False, not {weighted!r}")
@@ -127,6 +148,8 @@ class ReadOptions:
             )
         if self.device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', not {self.device!r}")
+        if not isinstance(self.directed, (bool, np.bool_)):
+            raise ValueError(f"directed must be True or False, not {self.directed!r}")
         columns = tuple(self.columns)
         if len(columns) not in (2, 3):
             raise ValueError("columns must be (src, dst) or (src, dst, weight) names")
@@ -166,7 +189,7 @@ class ReadOptions:
         num_nodes: int | None = None,
     ) -> Graph:
         """The graph a reader returns: :meth:`Graph.from_edges` with these options'
-        ``node_ids``, ``duplicates``, ``name`` and ``device``.
+        ``node_ids``, ``duplicates``, ``name``, ``device`` and ``directed``.
 
         ``labels``: ``src``/``dst`` are codes into these node labels (``node_ids`` then
         does not apply). ``node_ids`` and ``num_nodes``: for formats that fix the node
@@ -175,7 +198,7 @@ class ReadOptions:
         return Graph.from_edges(src, dst, weight, num_nodes=num_nodes,
                                 node_ids=self.node_ids if node_ids is None else node_ids,
                                 labels=labels, duplicates=self.duplicates, name=self.name,
-                                device=self.device)
+                                device=self.device, directed=self.directed)
 
 
 def reader_options(

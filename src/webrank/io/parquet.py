@@ -20,11 +20,12 @@ from webrank.io.frames import graph_from_arrow
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import check_input, compression_of
 from webrank.io.tables import require_columns
+from webrank.memory import check_claim
 
 __all__ = ["read_parquet", "write_parquet"]
 
 _KEYWORDS = ("columns", "labels", "weighted", "node_ids", "duplicates", "progress", "name",
-             "device")
+             "device", "directed")
 
 
 def read_parquet(
@@ -86,6 +87,11 @@ def read_parquet(
                     hint="columns=(src, dst, weight)")
     use_w = w_col is not None and w_col in present and weighted is not False
     wanted = [src_col, dst_col] + ([w_col] if use_w else [])
+    # the rows the metadata claims, checked against the memory before reading them: the
+    # columns as read (8 bytes a value), as int64 ids (16) and the CSR build (16). (Not
+    # against the file's bytes: run-length encoding holds any number of equal values.)
+    check_claim(pf.metadata.num_rows, "rows", "the file's metadata", path=name,
+                item_bytes=8 * len(wanted) + 32, hint="is it an edge table?")
     try:
         table = pf.read(columns=wanted)
     except (pa.ArrowException, OSError, ValueError) as e:

@@ -232,6 +232,7 @@ def _ids(col: Any, col_name: str, name: str | None) -> np.ndarray:
         a = a.astype(np.int64, copy=False)
     elif pa.types.is_floating(t):
         f = numpy_of(col)
+        # checked before the cast, which would turn ids beyond int64 into garbage
         bad = ~np.isfinite(f) | (f != np.floor(f))
         if bad.any():
             k = int(np.argmax(bad))
@@ -239,6 +240,12 @@ def _ids(col: Any, col_name: str, name: str | None) -> np.ndarray:
                 f"column {col_name!r}, row {k}: node id {float(f[k])} is not an integer",
                 path=name,
             )
+        out = (f < 0) | (f >= 2.0**63)
+        if out.any():
+            k = int(np.argmax(out))
+            what = "negative node id" if f[k] < 0 else "node id beyond the int64 range:"
+            raise GraphFormatError(f"column {col_name!r}, row {k}: {what} {float(f[k])}",
+                                   path=name)
         a = f.astype(np.int64)
     else:
         raise GraphFormatError(

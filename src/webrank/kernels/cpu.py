@@ -1,4 +1,4 @@
-"""CPU kernels: the fused PageRank step, parallel with Numba or serial with SciPy.
+"""CPU kernels: the fused PageRank step, parallel (compiled C++) or serial with SciPy.
 
 One pass over the in-link CSR per iteration computes, for every node i,
 
@@ -8,36 +8,31 @@ One pass over the in-link CSR per iteration computes, for every node i,
 and the reductions the next pass and the stopping test need: the residual under the
 chosen norm and the dangling mass of x'. Two implementations compute this same step:
 
-* :func:`fused_step`, Numba (:mod:`webrank.kernels.cpu_numba`), one pass, parallel over
-  rows split into chunks of equal *edge* count (a row-count split would leave one
-  thread with every hub of a web graph);
+* :func:`fused_step`, compiled with the package (``native/power.cpp``, OpenMP), one
+  pass, parallel over rows split into chunks of equal *edge* count (a row-count split
+  would leave one thread with every hub of a web graph);
 * :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations, serial.
   Graphs with fewer than :data:`SMALL_GRAPH_EDGES` edges take it (the choice is
-  :func:`use_numba`). There the process never imports Numba nor loads its cached
-  kernel, most of a first call; once warm the serial step is slower by microseconds a
-  step, and it does not slow down when other processes hold the cores (a parallel step
-  then waits for its threads). It is also the step of any size where Numba cannot be
-  imported. Measurements: docs/benchmarks.md, "First calls".
-
-Numba is imported when a Numba kernel is first needed, not with this module; reading
-``HAVE_NUMBA`` imports it (the modules that compile kernels of their own read it).
+  :func:`use_native`): it does not slow down when other processes hold the cores (a
+  parallel step then waits for its threads).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import logging
 import os
-import sys
-import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib.util import find_spec
-from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from webrank.kernels.native import available_cpus, lib, num_threads
+
+__all__ = [
+    "CRITERION_CODE", "Q63_ULP", "SMALL_GRAPH_EDGES", "CPUBlockedLayout", "EdgeSums",
+    "StepTerms", "available_cpus", "blocked_layout", "blocked_step", "chunk_bounds",
+    "default_chunks", "fused_step", "in_link_matrix", "kernel_criterion", "num_threads",
+    "row_range_sums", "scipy_step", "use_native",
+]
 
 #: one Q1.63 unit: the resolution of the fixed-point kernels (webrank.kernels.cpu_fixed)
 Q63_ULP = 2.0 ** -63
@@ -52,91 +47,14 @@ def kernel_criterion(criterion: str, tol: float, unit: float = 1.0) -> tuple[int
     scaled = tol / unit
     return CRITERION_CODE[criterion], scaled * scaled if criterion == "l2" else scaled
 
-# Graphs with fewer edges than this take the serial SciPy step (see the module docstring).
-# Measured, not guessed, by ``python benchmarks/first_call.py --parts crossover
-# first-solve`` on the 2-core machine of CI (web-NotreDame's subgraphs and Erdos-Renyi
-# graphs, tol 1e-10; table and reading in docs/benchmarks.md, "First calls"). Warm, on a
-# quiet machine, Numba's step is as fast or faster at every size (1.0-1.5x; at most ~10 us
-# a step below 60K edges), so there is no warm crossover; under load from other processes
-# the serial step was faster up to ~1M edges. A fresh process's first call is 0.4-0.6 s
-# faster with the serial step (no Numba import, no cached-kernel load) up to ~1.3M edges.
-# The threshold is where a process ranking one graph must make tens rather than hundreds
-# of warm solves before Numba's faster steps repay its start: 400-900 up to 58K edges,
-# 34 at 178K. On more cores Numba gains: ``WEBRANK_SMALL_GRAPH_EDGES`` sets it (read at
-# import; 0: always Numba).
+# Graphs with fewer edges than this take the serial SciPy step (see the module docstring):
+# below it a parallel step's thread start-up outweighs its gain. ``WEBRANK_SMALL_GRAPH_EDGES``
+# sets it (read at import; 0: always the compiled step).
 SMALL_GRAPH_EDGES = int(os.environ.get("WEBRANK_SMALL_GRAPH_EDGES") or 150_000)
 
-_logger = logging.getLogger(__name__)
 
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: HAVE_NUMBA is computed (and Numba imported) only when it is read
-    if name == "HAVE_NUMBA":
-        return _numba() is not None
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@functools.cache
-def _numba() -> ModuleType | None:
-    """The numba module, imported on first need; None where it cannot be imported."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return None
-    _install_compile_listener()
-    return numba
-
-
-@functools.cache
-def numba_kernels() -> ModuleType | None:
-    """:mod:`webrank.kernels.cpu_numba`, or None without Numba."""
-    if _numba() is None:  # pragma: no cover - numba is a dependency
-        return None
-    from webrank.kernels import cpu_numba
-
-    return cpu_numba
-
-
-@functools.cache
-def _numba_installed() -> bool:
-    return find_spec("numba") is not None
-
-
-def num_threads() -> int:
-    """Threads the Numba kernels use, without importing Numba.
-
-    Returns
-    -------
-    int
-        Numba's thread count once Numba is imported (``numba.set_num_threads`` may have
-        changed it); before, what it will be: ``NUMBA_NUM_THREADS``, else the CPUs this
-        process may run on. 1 where Numba is not installed.
-    """
-    numba = sys.modules.get("numba")
-    # set_num_threads may have changed it (a Numba still being imported by another thread
-    # has no get_num_threads yet: then its default, below)
-    get = getattr(numba, "get_num_threads", None)
-    if get is not None:
-        return get()
-    if not _numba_installed():  # pragma: no cover - numba is a dependency
-        return 1
-    # Numba's own default (numba.core.config), without importing Numba for it
-    env = os.environ.get("NUMBA_NUM_THREADS")
-    if env:
-        return int(env)
-    return available_cpus()
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask; all of them elsewhere)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def use_numba(num_edges: int) -> bool:
-    """Whether a graph takes the parallel Numba step rather than :func:`scipy_step`.
+def use_native(num_edges: int) -> bool:
+    """Whether a graph takes the parallel compiled step rather than :func:`scipy_step`.
 
     Parameters
     ----------
@@ -146,75 +64,9 @@ def use_numba(num_edges: int) -> bool:
     Returns
     -------
     bool
-        True from :data:`SMALL_GRAPH_EDGES` edges on (default 150,000), where Numba can
-        be imported (then it is imported, the first time).
+        True from :data:`SMALL_GRAPH_EDGES` edges on (default 150,000).
     """
-    return num_edges >= SMALL_GRAPH_EDGES and numba_kernels() is not None
-
-
-# -- telling users that a kernel compiles ------------------------------------------------
-_compile_watchers: list[Callable[[bool], None]] = []
-
-
-@contextlib.contextmanager
-def compile_notice(notify: Callable[[bool], None]) -> Iterator[None]:
-    """Report Numba compiling a kernel while the block runs (the CLI shows a spinner).
-
-    A kernel compiles once per signature after an install, an upgrade or an edit of its
-    module (seconds); Numba caches it on disk (``__pycache__`` beside the module, or
-    ``NUMBA_CACHE_DIR``), and loading the cached copy is not
-    reported. Compiles are also logged at INFO (logger ``webrank.kernels.cpu``) with
-    their seconds, in the block or not. Importing Numba is left to the kernels: a block
-    that ranks a small graph imports nothing.
-
-    Parameters
-    ----------
-    notify : callable
-        ``notify(True)`` when a compile starts, ``notify(False)`` when it has finished
-        (nested compiles count as one), from the compiling thread.
-
-    Examples
-    --------
-    >>> with compile_notice(lambda on: print("compiling" if on else "done")):
-    ...     webrank.pagerank(graph)  # doctest: +SKIP
-    """
-    _compile_watchers.append(notify)
-    if "numba" in sys.modules:  # imported elsewhere: listen from now on
-        _install_compile_listener()
-    try:
-        yield
-    finally:
-        _compile_watchers.remove(notify)
-
-
-@functools.cache
-def _install_compile_listener() -> None:
-    """Forward Numba's ``numba:compile`` events (sent on a cache miss only) to the
-    watchers of :func:`compile_notice`; nested compiles count as one."""
-    from numba.core import event
-
-    class _Forward(event.Listener):
-        depth = 0
-        start = 0.0
-
-        def on_start(self, ev: Any) -> None:
-            self.depth += 1
-            if self.depth == 1:
-                self.start = time.perf_counter()
-                for notify in list(_compile_watchers):
-                    notify(True)
-
-        def on_end(self, ev: Any) -> None:
-            self.depth -= 1
-            if self.depth == 0:
-                func = getattr(ev.data.get("dispatcher"), "py_func", None)
-                _logger.info("compiled the CPU kernel %s in %.2f s (cached for later runs)",
-                             getattr(func, "__qualname__", "?"),
-                             time.perf_counter() - self.start)
-                for notify in list(_compile_watchers):
-                    notify(False)
-
-    event.register("numba:compile", _Forward())
+    return num_edges >= SMALL_GRAPH_EDGES
 
 
 def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
@@ -283,20 +135,12 @@ def fused_step(
     iteration would only damp by ``alpha`` a step, so each delta step subtracts
     ``alpha * mass(D) * v`` (``mass`` is the previous step's third return value).
 
-    Runs the parallel Numba kernel over the row chunks ``bounds`` (per-chunk sums in
-    ``partial``, ``bounds.size - 1`` rows of 3); without Numba, :func:`scipy_step`.
+    Runs the parallel compiled kernel over the row chunks ``bounds`` (per-chunk sums in
+    ``partial``, ``bounds.size - 1`` rows of 3).
     """
-    jit = numba_kernels()
     t = terms
-    if jit is None:  # pragma: no cover - only without numba
-        return scipy_step(in_link_matrix(indptr, indices, vals, xs.size),
-                          np.flatnonzero(t.inv_out == 0), t, xs=xs, x=x, dm=dm, mass=mass,
-                          delta=delta, x_out=x_out, xs_out=xs_out)
-    jit.fused_step(indptr, indices, vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm, mass,
-                   t.crit, delta, bounds, x_out, xs_out, partial)
-    p = partial[: bounds.size - 1]
-    res = p[:, 0].max() if t.crit == 2 else p[:, 0].sum()
-    return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
+    return lib.fused_step(indptr, indices, vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm,
+                          mass, t.crit, delta, bounds, x_out, xs_out, partial, num_threads())
 
 
 #: rows of a partition of the CPU's blocked layout: their float64 sums (128 KiB) stay in a
@@ -361,9 +205,9 @@ class CPUBlockedLayout:
 def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                    part_rows: int | None = None, max_run: int = MAX_RUN
                    ) -> CPUBlockedLayout:
-    """Build the :class:`CPUBlockedLayout` of an in-link CSR (one Numba kernel, two
-    parallel passes: each partition's links radix-sorted by source, then the pairs and
-    local rows; about 15 pull steps' time).
+    """Build the :class:`CPUBlockedLayout` of an in-link CSR (two parallel compiled passes:
+    each partition's links radix-sorted by source, then the pairs and local rows; about 15
+    pull steps' time).
 
     Parameters
     ----------
@@ -375,17 +219,9 @@ def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
         Most rows in a partition (default :data:`BLOCKED_PART_ROWS`; at most 65,536).
     max_run : int, default 65,535
         Most links in one pair (tests lower it to exercise the cut).
-
-    Raises
-    ------
-    RuntimeError
-        Without Numba (the caller takes the pull step then).
     """
     from webrank.blocking import MAX_LOCAL, plan_blocks
 
-    jit = numba_kernels()
-    if jit is None:  # pragma: no cover - numba is a dependency
-        raise RuntimeError("the blocked CPU step needs Numba")
     rows = int(part_rows or BLOCKED_PART_ROWS)
     if not 1 <= rows <= MAX_LOCAL:
         raise ValueError(f"part_rows must be in 1..{MAX_LOCAL}, not {rows}")
@@ -398,8 +234,18 @@ def blocked_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
     widest = int(np.diff(edge_ptr).max(initial=0))
     order = np.empty(int(indptr[-1]), dtype=np.int32 if widest < 2**31 else np.int64)
     key_bits = max(16, 16 * -(-max(n - 1, 1).bit_length() // 16))  # 16-bit digits
-    pair_ptr, pair_src, pair_len, dst_local, lvals = jit.blocked_layout(
-        indptr, indices, vals, part_ptr, key_bits, max_run, order)
+    threads = num_threads()
+    pair_ptr = np.zeros(part_ptr.size, dtype=np.int64)
+    lib.blocked_layout_order(indptr, indices, part_ptr, key_bits, max_run, order,
+                             pair_ptr[1:], threads)
+    np.cumsum(pair_ptr, out=pair_ptr)
+    pairs, m = int(pair_ptr[-1]), int(indices.size)
+    pair_src = np.empty(pairs, dtype=indices.dtype)
+    pair_len = np.empty(pairs, dtype=np.uint16)
+    dst_local = np.empty(m, dtype=np.uint16)
+    lvals = np.empty(m if vals.size else 0, dtype=vals.dtype)
+    lib.blocked_layout_fill(indptr, indices, vals, part_ptr, max_run, order, pair_ptr,
+                            pair_src, pair_len, dst_local, lvals, threads)
     return CPUBlockedLayout(part_ptr=part_ptr, edge_ptr=edge_ptr, pair_ptr=pair_ptr,
                             pair_src=pair_src, pair_len=pair_len, dst_local=dst_local,
                             vals=lvals)
@@ -411,14 +257,10 @@ def blocked_step(layout: CPUBlockedLayout, terms: StepTerms, *, xs: np.ndarray,
     """:func:`fused_step` through a :class:`CPUBlockedLayout` (same arguments and
     returns; ``partial`` needs a row per partition). A row's sum adds its links in
     source order (the pull step in two interleaved sums): the two agree to rounding."""
-    jit = numba_kernels()
     L, t = layout, terms
-    jit.blocked_step(L.part_ptr, L.edge_ptr, L.pair_ptr, L.pair_src, L.pair_len,
-                     L.dst_local, L.vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm, mass,
-                     t.crit, delta, x_out, xs_out, partial)
-    p = partial[: L.part_ptr.size - 1]
-    res = p[:, 0].max() if t.crit == 2 else p[:, 0].sum()
-    return float(res), float(p[:, 1].sum()), float(p[:, 2].sum())
+    return lib.blocked_step(L.part_ptr, L.edge_ptr, L.pair_ptr, L.pair_src, L.pair_len,
+                            L.dst_local, L.vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm,
+                            mass, t.crit, delta, x_out, xs_out, partial, num_threads())
 
 
 #: graphs below this many edges multiply through :class:`EdgeSums` (NumPy) rather than
@@ -496,8 +338,8 @@ def scipy_step(
     """:func:`fused_step` on one thread: a SciPy product and NumPy vector operations.
 
     The same step, plain or delta, as :func:`fused_step`. Its row sums are float64 (in
-    edge order; the Numba kernel adds even and odd links apart) and each product
-    ``val * xs[j]`` is float64 in both, so a run agrees with the Numba step to the
+    edge order; the compiled kernel adds even and odd links apart) and each product
+    ``val * xs[j]`` is float64 in both, so a run agrees with the compiled step to the
     round-off of the sums (~1e-16 relative).
 
     Parameters
@@ -542,14 +384,7 @@ def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
     Parts of CSR rows summed in parallel, without the GIL (the hybrid method runs this
     while the GPU works). ``vals`` is empty for unweighted graphs. Returns ``out``.
     """
-    jit = numba_kernels()
-    if jit is not None:
-        jit.row_range_sums(begin, end, indices, vals, xs, out)
-        return out
-    for r in range(begin.size):  # pragma: no cover - only without numba
-        sl = slice(begin[r], end[r])
-        g = xs[indices[sl]].astype(np.float64)
-        out[r] = (vals[sl] * g).sum() if vals.size else g.sum()
+    lib.row_range_sums(begin, end, indices, vals, xs, out, num_threads())
     return out
 
 
@@ -558,3 +393,4 @@ def default_chunks() -> int:
     (``WEBRANK_CPU_CHUNKS`` overrides, for experiments)."""
     override = os.environ.get("WEBRANK_CPU_CHUNKS")
     return int(override) if override else max(1, num_threads() * 8)
+

@@ -1,4 +1,5 @@
-"""CPU kernel of the ``adaptive`` method: one power step over a list of active rows.
+"""CPU kernel of the ``adaptive`` method: one power step over a list of active rows
+(compiled: ``native/solver_steps.cpp``).
 
 Kamvar, Haveliwala & Golub ("Adaptive methods for the computation of PageRank", 2004)
 stop recomputing pages that have converged; Sgherzi did the same with a bitmask and a
@@ -19,49 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from webrank.kernels.cpu import HAVE_NUMBA, chunk_bounds
-
-if HAVE_NUMBA:
-    from numba import njit, prange
-
-    from webrank.kernels.cpu_numba import row_sum
-
-    @njit(parallel=True, cache=True, fastmath=False)
-    def _adaptive_step_numba(
-        indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, theta, rows, bounds,
-        calm, x_out, xs_out, partial,
-    ):  # pragma: no cover - compiled
-        nchunks = bounds.size - 1
-        uniform_v = v.size == 1
-        uniform_d = d.size == 1
-        for c in prange(nchunks):
-            res = 0.0
-            ddm = 0.0
-            for r in range(bounds[c], bounds[c + 1]):
-                i = rows[r]
-                acc = row_sum(indptr, indices, vals, xs, i)
-                vi = v[0] if uniform_v else v[i]
-                di = d[0] if uniform_d else d[i]
-                t = alpha * acc + alpha * dm * di + (1.0 - alpha) * vi
-                diff = abs(t - x[i])
-                s = inv_out[i]
-                if s == 0.0:
-                    ddm += t - x[i]
-                x_out[i] = t
-                xs_out[i] = t * s
-                if diff < theta:
-                    if calm[i] < 255:
-                        calm[i] += 1
-                else:
-                    calm[i] = 0
-                if crit == 0:
-                    res += diff
-                elif crit == 1:
-                    res += diff * diff
-                elif diff > res:
-                    res = diff
-            partial[c, 0] = res
-            partial[c, 1] = ddm
+from webrank.kernels.cpu import chunk_bounds
+from webrank.kernels.native import lib, num_threads
 
 
 def row_bounds(indptr: np.ndarray, rows: np.ndarray, chunks: int) -> np.ndarray:
@@ -86,10 +46,8 @@ def adaptive_step(
     empty for unweighted graphs, ``v``/``d`` have length 1 when uniform, ``bounds``
     come from :func:`row_bounds` and ``partial`` has at least ``bounds.size - 1`` rows.
     """
-    if not HAVE_NUMBA:  # pragma: no cover - numba is a dependency
-        raise RuntimeError("method='adaptive' on the CPU needs Numba (pip install numba)")
-    _adaptive_step_numba(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit,
-                         theta, rows, bounds, calm, x_out, xs_out, partial)
+    lib.adaptive_step(indptr, indices, vals, xs, x, v, d, inv_out, alpha, dm, crit, theta,
+                      rows, bounds, calm, x_out, xs_out, partial, num_threads())
     p = partial[: bounds.size - 1]
     res = p[:, 0].max(initial=0.0) if crit == 2 else p[:, 0].sum()
     return float(res), float(p[:, 1].sum())

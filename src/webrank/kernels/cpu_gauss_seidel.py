@@ -1,5 +1,5 @@
-r"""CPU kernels: Gauss-Seidel sweeps over the PageRank linear system, in row blocks, with
-Numba.
+r"""CPU kernels: Gauss-Seidel sweeps over the PageRank linear system, in row blocks
+(compiled: ``native/sweep.cpp``).
 
 The system is ``(I - alpha M) x = (1 - alpha) v`` with ``M = P^T + d 1_D^T`` (see
 :mod:`webrank.solvers.krylov`). Row ``i`` of ``M`` is the in-link row ``i`` of the CSR
@@ -72,18 +72,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from webrank.kernels.cpu import CRITERION_CODE, HAVE_NUMBA
-
-if HAVE_NUMBA:
-    from numba import njit, prange
-
-    from webrank.kernels.cpu_anderson import NO_RECORD, Record, record_row
-    from webrank.kernels.cpu_numba import add_residual, pair_sums
-else:  # pragma: no cover - exercised only without numba
-    def njit(*_args, **_kwargs):
-        return lambda f: f
-
-    prange = range
+from webrank.kernels.cpu import CRITERION_CODE
+from webrank.kernels.cpu_anderson import NO_RECORD, Record
+from webrank.kernels.native import lib, num_threads
 
 
 class BlockLayout(NamedTuple):
@@ -101,37 +92,6 @@ class BlockLayout(NamedTuple):
     def buffer_size(self) -> int:
         """Length of the sweep's ``u``: the nodes, the halo, the zero slot."""
         return self.indptr.size + self.halo.size
-
-
-@njit(parallel=True, cache=True, fastmath=False)
-def _block_sweep(bounds, indptr, indices, vals, scale, v, d, mass_weight, row_scale, alpha,
-                 dm, crit, x, u, partial, record, F, G,
-                 slot):  # pragma: no cover - compiled
-    # a uniform v or d is one number, read at index 0 (stride 0): no branch per row
-    v_stride = 0 if v.size == 1 else 1
-    d_stride = 0 if d.size == 1 else 1
-    tele_scale = 1.0 - alpha
-    dist_scale = alpha * dm
-    for b in prange(bounds.size - 1):
-        change = 0.0
-        links_into = 0.0  # the block's new values' links into the lumped (dangling) rows
-        for i in range(bounds[b], bounds[b + 1]):
-            old = x[i]
-            s = np.float64(row_scale[i])
-            # the row's terms without its links first: off the chain through the sums
-            rest = (dist_scale * d[i * d_stride] + tele_scale * v[i * v_stride]) * s \
-                - (s - 1.0) * old
-            a0, a1, _ = pair_sums(indices, vals, u, indptr[i], indptr[i + 1])  # (even)
-            new = (a0 + a1) * (alpha * s) + rest
-            x[i] = new
-            ui = new * scale[i]
-            u[i] = ui
-            links_into += mass_weight[i] * ui
-            change = add_residual(change, abs(new - old), crit)
-            if record:  # (the same every row: predicted)
-                record_row(i, new, old, F, G, slot)
-        partial[b, 0] = change
-        partial[b, 1] = links_into
 
 
 #: a row costs the sweep about as much as this many links (its loop's mispredicted exit,
@@ -172,19 +132,21 @@ def swept_system(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
 
     ``vals``: float64 per-link values (empty: unweighted, a link from ``j`` then weighs
     ``self_value``'s entry for a self-loop and 1 into a dropped row). Every pass over the
-    links runs in Numba, in parallel over row blocks but for the links into dropped rows
+    links is compiled, in parallel over row blocks but for the links into dropped rows
     (one ordered pass: the sums' bits do not depend on the thread count).
     """
     n = indptr.size - 1
     compact = np.full(n, -1, dtype=np.int64)
     compact[keep] = np.arange(keep.size)
-    kept = _kept_counts(indptr, indices, compact, keep)
+    threads = num_threads()
+    kept = np.empty(keep.size, dtype=np.int64)  # each kept row's links from kept nodes
+    lib.sweep_kept_counts(indptr, indices, compact, keep, kept, threads)
     live_ptr = np.zeros(keep.size + 1, dtype=np.int64)
     np.cumsum(kept, out=live_ptr[1:])
     bounds = block_bounds(live_ptr, blocks)
     mark = np.zeros(keep.size, dtype=np.uint8)
     if bounds.size > 2:
-        _mark_across(indptr, indices, compact, keep, bounds, mark)
+        lib.sweep_mark_across(indptr, indices, compact, keep, bounds, mark, threads)
     halo = np.flatnonzero(mark).astype(np.int64)
     zero_slot = keep.size + halo.size
     slot = np.cumsum(mark, dtype=np.int64) + (keep.size - 1)  # n + place in the halo
@@ -194,11 +156,12 @@ def swept_system(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
     padded = np.empty(int(padded_ptr[-1]), dtype=dtype)
     padded_vals = np.zeros(padded.size if vals.size else 0)
     self_weight = np.empty(keep.size)
-    _fill_layout(indptr, indices, vals, compact, keep, bounds, slot, padded_ptr, zero_slot,
-                 self_value, padded, padded_vals, self_weight)
+    lib.sweep_fill_layout(indptr, indices, vals, compact, keep, bounds, slot, padded_ptr,
+                          zero_slot, self_value, padded, padded_vals, self_weight, threads)
     mass_weight = np.zeros(keep.size)
     if keep.size < n:
-        _links_into(indptr, indices, vals, compact, np.flatnonzero(compact < 0), mass_weight)
+        lib.sweep_links_into(indptr, indices, vals, compact, np.flatnonzero(compact < 0),
+                             mass_weight)
     layout = BlockLayout(bounds, padded_ptr, padded, padded_vals, halo)
     return SweptSystem(layout, self_weight, mass_weight)
 
@@ -213,71 +176,6 @@ def block_layout(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
     ``vals``: float64 per-link values of a weighted graph (empty: unweighted)."""
     n = indptr.size - 1
     return swept_system(indptr, indices, vals, np.arange(n), np.zeros(n), blocks).layout
-
-
-@njit(parallel=True, cache=True)
-def _kept_counts(indptr, indices, compact, keep):  # pragma: no cover - compiled
-    """Per kept row: its links from kept nodes."""
-    out = np.empty(keep.size, dtype=np.int64)
-    for c in prange(keep.size):
-        count = 0
-        for e in range(indptr[keep[c]], indptr[keep[c] + 1]):
-            if compact[indices[e]] >= 0:
-                count += 1
-        out[c] = count
-    return out
-
-
-@njit(parallel=True, cache=True)
-def _mark_across(indptr, indices, compact, keep, bounds, mark):  # pragma: no cover
-    """``mark[s] = 1`` for each kept node read by a row of another block."""
-    for b in prange(bounds.size - 1):
-        lo, hi = bounds[b], bounds[b + 1]
-        for c in range(lo, hi):
-            for e in range(indptr[keep[c]], indptr[keep[c] + 1]):
-                s = compact[indices[e]]
-                if s >= 0 and not lo <= s < hi:
-                    mark[s] = 1  # (threads write the same value: no order matters)
-
-
-@njit(parallel=True, cache=True)
-def _fill_layout(indptr, indices, vals, compact, keep, bounds, slot, padded_ptr, zero_slot,
-                 self_value, padded, padded_vals, self_weight):  # pragma: no cover
-    """Each kept row's kept links in CSR order (its own block's nodes as they are, others
-    as their halo ``slot``), a padding link to ``zero_slot`` where the count is odd; its
-    self-loops' values."""
-    weighted = vals.size > 0
-    for b in prange(bounds.size - 1):
-        lo, hi = bounds[b], bounds[b + 1]
-        for c in range(lo, hi):
-            i = keep[c]
-            p = padded_ptr[c]
-            loops = 0.0
-            for e in range(indptr[i], indptr[i + 1]):
-                s = compact[indices[e]]
-                if s < 0:
-                    continue
-                if s == c:
-                    loops += vals[e] if weighted else self_value[c]
-                padded[p] = s if lo <= s < hi else slot[s]
-                if weighted:
-                    padded_vals[p] = vals[e]
-                p += 1
-            if p < padded_ptr[c + 1]:
-                padded[p] = zero_slot
-            self_weight[c] = loops
-
-
-@njit(cache=True)
-def _links_into(indptr, indices, vals, compact, dropped, out):  # pragma: no cover
-    """``out[s] +=`` each kept node's links into the ``dropped`` rows (valued, or 1), in
-    one ordered pass (the sums' bits do not depend on the thread count)."""
-    weighted = vals.size > 0
-    for i in dropped:
-        for e in range(indptr[i], indptr[i + 1]):
-            s = compact[indices[e]]
-            if s >= 0:
-                out[s] += vals[e] if weighted else 1.0
 
 
 def inner_link_share(layout: BlockLayout) -> float:
@@ -318,9 +216,9 @@ def block_sweep(layout: BlockLayout, scale: np.ndarray, v: np.ndarray, d: np.nda
     if layout.halo.size:  # the sweep's start, for reads across blocks
         np.take(u[:n], layout.halo, out=u[n:-1])
     rec = NO_RECORD if record is None else record
-    _block_sweep(layout.bounds, layout.indptr, layout.indices, layout.vals, scale, v, d,
-                 mass_weight, row_scale, float(alpha), float(dm), crit, x, u, partial,
-                 record is not None, rec.F, rec.G, int(rec.slot))
+    lib.block_sweep(layout.bounds, layout.indptr, layout.indices, layout.vals, scale, v, d,
+                    mass_weight, row_scale, float(alpha), float(dm), crit, x, u, partial,
+                    record is not None, rec.F, rec.G, int(rec.slot), num_threads())
     blocks = layout.bounds.size - 1
     change = partial[:blocks, 0].max() if crit == 2 else partial[:blocks, 0].sum()
     return (float(np.sqrt(change) if criterion == "l2" else change),

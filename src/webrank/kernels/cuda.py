@@ -1,4 +1,5 @@
-"""CUDA kernels of the GPU backend, as source compiled by CuPy at first use.
+"""CUDA kernels of the GPU backend, as source: built with the package
+(:mod:`webrank.kernels.cuda_prebuilt`), or compiled by NVRTC through CuPy on first use.
 
 ``wr_fused_step`` does one whole PageRank iteration in one launch (Praveen et al.'s
 cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused); ``wr_pull_solve`` runs every
@@ -22,6 +23,8 @@ steps and still stop at exactly the first converged one.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
@@ -230,6 +233,10 @@ extern "C" __global__ void wr_archive(double* ring, const long long B, const int
 """
 
 GROUPS = (1, 2, 4, 8, 16, 32)
+#: the CSR's index types (indptr and indices each) and the gathered vector's storage types
+#: the backends instantiate the kernels for
+INDEX_TYPES = ("int32", "int64")
+VALUE_TYPES = ("float32", "float64")
 
 #: the kernels' parameters by name, read from the sources above
 HEAVY_ROWS = KernelArgs(SOURCE, "wr_heavy_rows")
@@ -258,6 +265,21 @@ def pick_group(avg_degree: float) -> int:
         if g >= avg_degree:
             return g
     return GROUPS[-1]
+
+
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` a backend may compile: for each
+    pair of index types, value type and weighting, the heavy-row kernel, the fused step of
+    each group and the persistent kernel (cooperative); and the archive kernel. The set
+    :mod:`webrank.kernels.cuda_prebuilt` builds when the package is built."""
+    found = [(ARCHIVE_SOURCE, "wr_archive", False)]
+    for ip, ix, t, weighted in itertools.product(INDEX_TYPES, INDEX_TYPES, VALUE_TYPES,
+                                                 (False, True)):
+        found.append((SOURCE, kernel_name(ip, ix, t, weighted, None), False))
+        for group in GROUPS:
+            found.append((SOURCE, kernel_name(ip, ix, t, weighted, group), False))
+            found.append((SOURCE, kernel_name(ip, ix, t, weighted, group, True), True))
+    return found
 
 
 def get_archive_kernel():

@@ -18,6 +18,8 @@ so the host queues several steps and reads the residuals once. The gather loop,
 
 from __future__ import annotations
 
+import itertools
+
 from webrank.kernels import cuda
 from webrank.kernels.cuda_common import CTYPE, KernelArgs, compiled_kernel
 
@@ -155,6 +157,16 @@ def kernel_name(ip: str, ix: str, weighted: bool, group: int | None) -> str:
     if group is None:
         return f"wr_adaptive_block_rows<{CTYPE[ip]}, {CTYPE[ix]}, {w}>"
     return f"wr_adaptive_rows<{CTYPE[ip]}, {CTYPE[ix]}, {w}, {group}>"
+
+
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` the adaptive steps may compile:
+    the block-per-row kernel and each group's, for each pair of index types and
+    weighting (see :mod:`webrank.kernels.cuda_prebuilt`)."""
+    return [(SOURCE, kernel_name(ip, ix, weighted, group), False)
+            for ip, ix, weighted in itertools.product(cuda.INDEX_TYPES, cuda.INDEX_TYPES,
+                                                      (False, True))
+            for group in (None, *cuda.GROUPS)]
 
 
 def get_kernel(ip: str, ix: str, weighted: bool, group: int | None):

@@ -367,7 +367,8 @@ def fill_name(ip: str, ix: str, t: str, weighted: bool) -> str:
 
 
 def all_names() -> list[str]:
-    """Every instantiation the engine uses (for compile checks)."""
+    """Every instantiation the engine uses: the step's two phases for each value type
+    and weighting, the layout build's two kernels for each pair of index types."""
     names = []
     for t in ("float32", "float64"):
         names.append(gather_name(t))
@@ -381,6 +382,12 @@ def all_names() -> list[str]:
         for ix in ("int32", "int64"):
             names.append(count_name(ip, ix))
     return sorted(set(names))
+
+
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` the blocked engine may compile
+    (see :mod:`webrank.kernels.cuda_prebuilt`)."""
+    return [(SOURCE, name, False) for name in all_names()]
 
 
 #: the kernels' parameters by name, read from the source above

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from webrank.kernels import cuda_loader
+
 PLAIN, DELTA, FIRST_DELTA = 0, 1, 2
 #: values per row of a step history: residual, dangling mass, mass, L1 norm (abs mass) of
 #: what the step wrote (the blocked engines scale their fixed-point sums by the last one)
@@ -178,18 +180,23 @@ CTYPE = {"int32": "int", "int64": "i64", "float32": "float", "float64": "double"
 
 @functools.cache
 def _compile(device_id: int, source: str, name: str, cooperative: bool):
+    kernel = cuda_loader.load(source, name, cooperative)
+    if kernel is not None:
+        return kernel
     import cupy
 
-    module = cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=[name],
-                            enable_cooperative_groups=cooperative)
+    module = cupy.RawModule(code=source, options=cuda_loader.JIT_OPTIONS,
+                            name_expressions=[name], enable_cooperative_groups=cooperative)
     return module.get_function(name)
 
 
 def compiled_kernel(source: str, name: str, *, cooperative: bool = False):
-    """The kernel ``name`` (a template instantiation) of ``source``, compiled for the
-    current device on first use; CuPy keeps the binary in its on-disk cache, so later
-    processes load it instead of compiling. ``cooperative`` compiles it for a cooperative
-    launch (grid-wide barriers)."""
+    """The kernel ``name`` (a template instantiation) of ``source`` for the current
+    device, once per process and device: from the binaries built with the package
+    (:mod:`webrank.kernels.cuda_loader`) where one fits the device and the source, else
+    compiled by NVRTC through CuPy on first use (CuPy keeps that binary in its on-disk
+    cache, so later processes load it instead of compiling). ``cooperative``: launched
+    cooperatively (grid-wide barriers)."""
     import cupy
 
     return _compile(cupy.cuda.Device().id, source, name, cooperative)

@@ -37,8 +37,20 @@ __global__ void wr_dense_rows(const i64 n, const T* __restrict__ g,
 """
 
 
-def get_kernel(dtype: str, column_major: bool):
-    """The one-thread-per-row product for ``dtype`` ("float32" or "float64"), compiled
-    on first use."""
+def kernel_name(dtype: str, column_major: bool) -> str:
+    """The template instantiation for ``dtype`` ("float32" or "float64") and layout."""
     layout = "true" if column_major else "false"
-    return compiled_kernel(SOURCE, f"wr_dense_rows<{CTYPE[dtype]}, {layout}>")
+    return f"wr_dense_rows<{CTYPE[dtype]}, {layout}>"
+
+
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` the dense suite may compile
+    (see :mod:`webrank.kernels.cuda_prebuilt`)."""
+    return [(SOURCE, kernel_name(dtype, column_major), False)
+            for dtype in ("float32", "float64") for column_major in (False, True)]
+
+
+def get_kernel(dtype: str, column_major: bool):
+    """The one-thread-per-row product for ``dtype`` ("float32" or "float64"), built with
+    the package or compiled on first use."""
+    return compiled_kernel(SOURCE, kernel_name(dtype, column_major))

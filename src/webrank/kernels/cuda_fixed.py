@@ -25,7 +25,13 @@ A step whose predecessor's residual is below ``tol_cmp`` returns at once (its ro
 
 from __future__ import annotations
 
+import itertools
+
+from webrank.kernels import cuda
 from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
+
+#: the products' codes (``PRODUCT``): :data:`webrank.kernels.cpu_fixed.PRODUCTS`' values
+PRODUCTS = (0, 1)
 
 SOURCE = COMMON + r"""
 
@@ -186,8 +192,23 @@ def kernel_name(kind: str, ip: str, ix: str, weighted: bool, product: int,
     return f"wr_fixed_step<{CTYPE[ip]}, {CTYPE[ix]}, {w}, {product}, {group}>"
 
 
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` the fixed-point steps may compile:
+    for each product, the scale kernel, and for each pair of index types and weighting
+    the heavy-row kernel and each group's step (see :mod:`webrank.kernels.cuda_prebuilt`)."""
+    found = [(SOURCE, kernel_name("scale", "int32", "int32", False, p), False)
+             for p in PRODUCTS]
+    for ip, ix, weighted, product in itertools.product(
+            cuda.INDEX_TYPES, cuda.INDEX_TYPES, (False, True), PRODUCTS):
+        found.append((SOURCE, kernel_name("heavy", ip, ix, weighted, product), False))
+        found += [(SOURCE, kernel_name("step", ip, ix, weighted, product, group), False)
+                  for group in cuda.GROUPS]
+    return found
+
+
 def get_kernel(kind: str, ip: str, ix: str, weighted: bool, product: int,
                group: int | None = None):
-    """A fixed-point kernel (see :func:`kernel_name`), compiled on first use."""
+    """A fixed-point kernel (see :func:`kernel_name`), built with the package or
+    compiled on first use."""
     return compiled_kernel(SOURCE, kernel_name(kind, ip, ix, weighted, product,
                                                         group))

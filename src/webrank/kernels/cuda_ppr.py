@@ -18,6 +18,9 @@ block, fused like the single-vector step of :mod:`webrank.kernels.cuda`:
 
 from __future__ import annotations
 
+import itertools
+
+from webrank.kernels import cuda
 from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
 SEGMENT = 512  # in-links per work item of a long row
@@ -159,6 +162,16 @@ def columns_per_lane(b: int) -> int:
     raise ValueError(f"a block has at most {32 * CPLS[-1]} columns, not {b}")
 
 
+def instantiations() -> list[tuple[str, str, bool]]:
+    """Every ``(source, name expression, cooperative)`` the batched step may compile:
+    each pair of index types, value type, weighting and columns per lane (see
+    :mod:`webrank.kernels.cuda_prebuilt`)."""
+    return [(SOURCE, kernel_name(ip, ix, t, weighted, cpl), False)
+            for ip, ix, t, weighted, cpl in itertools.product(
+                cuda.INDEX_TYPES, cuda.INDEX_TYPES, cuda.VALUE_TYPES, (False, True), CPLS)]
+
+
 def get_kernel(ip: str, ix: str, t: str, weighted: bool, cpl: int):
-    """The compiled block step (compiled on first use; CuPy caches it on disk)."""
+    """The compiled block step (built with the package, or compiled on first use and
+    kept in CuPy's on-disk cache)."""
     return compiled_kernel(SOURCE, kernel_name(ip, ix, t, weighted, cpl))

@@ -14,9 +14,9 @@ and a branch per node. Here:
 
 * **Compaction.** The rows still active are an index list (``xp.flatnonzero``),
   rebuilt every ``compact_every`` steps; a step gathers the in-links of those rows only
-  (CPU: Numba loop over the list; GPU: lanes take rows from the list), so skipped work
-  is not even visited. The dangling mass and the teleport term still come from the whole
-  vector (the frozen part of the dangling mass is constant).
+  (CPU: a compiled loop over the list; GPU: lanes take rows from the list), so skipped
+  work is not even visited. The dangling mass and the teleport term still come from the
+  whole vector (the frozen part of the dangling mass is constant).
 * **Verification.** When the residual over the active rows drops below ``tol`` (or every
   node is frozen), plain power steps over all nodes follow until *their* residual is
   below ``tol``. The residual reported last is therefore a true power-step residual,

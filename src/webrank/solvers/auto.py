@@ -32,7 +32,7 @@ def choose_method(op: Any) -> tuple[str, str]:
     if op.name != "cpu":
         return "power", "GPU: the fused power step in a CUDA graph is fastest"
     threads = op.threads
-    if op.kernel != "numba":  # a small graph on the serial SciPy step
+    if op.kernel != "native":  # a small graph on the serial SciPy step
         if op.alpha >= KRYLOV_MIN_ALPHA:
             return "gmres", (f"small graph on the serial step, alpha >= {KRYLOV_MIN_ALPHA}: "
                              "GMRES needs 4.6-6.6x fewer products")

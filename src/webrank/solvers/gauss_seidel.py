@@ -73,7 +73,7 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     blocks : int, optional
         Row blocks (of about equal links) swept at once, one per thread: Gauss-Seidel
         inside each, the other blocks' values from the sweep's start. Default: the
-        Numba thread count (1 is the classic sequential sweep). The answer depends on
+        CPU kernels' thread count (1 is the classic sequential sweep). The answer depends on
         ``blocks``, not on the thread count: give it to get the same bits on machines
         with different thread counts.
     anderson : int, default 5

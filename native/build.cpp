@@ -1,0 +1,488 @@
+// The kernels of the parallel CSR build (edge columns in chunks -> in-link CSR): id range,
+// presence of ids and bucket counts, the scatter to buckets, the per-bucket sort and
+// merge, the packing of merged rows, out-degree sums. Python side:
+// webrank.kernels.cpu_build (the steps and the arrays' contracts are in its docstrings).
+#include "common.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace webrank {
+namespace {
+
+
+template <class P>
+using elem_t = std::remove_const_t<std::remove_pointer_t<P>>;
+
+constexpr int COLLAPSE = 0, SUM = 1;
+constexpr int64_t INSERTION_MAX = 24;  // rows up to this long: insertion sort, in cache
+
+// Calls f with a typed pointer to an id column: Graph.from_edges keeps the caller's
+// signed integer width, so any of the four (and src and dst may differ).
+template <class F>
+void with_id(const In& a, const char* name, F&& f) {
+    checked_size(a, name);
+    switch (kind_of(a)) {
+        case Kind::i8: return f(static_cast<const int8_t*>(a.data()));
+        case Kind::i16: return f(static_cast<const int16_t*>(a.data()));
+        case Kind::i32: return f(static_cast<const int32_t*>(a.data()));
+        case Kind::i64: return f(static_cast<const int64_t*>(a.data()));
+        default: bad_array(name, "must be a signed integer array");
+    }
+}
+
+// An optional int32 or int64 output (per-id counts): the typed pointer of its dtype,
+// the other null. Written rarely (once per run of links), so a branch, not a template.
+struct Counts {
+    int32_t* i32 = nullptr;
+    int64_t* i64 = nullptr;
+    void add(int64_t at, int64_t x) const {
+        if (i32)
+            i32[at] += static_cast<int32_t>(x);
+        else
+            i64[at] += x;
+    }
+};
+
+Counts counts_of(const Out& a, const char* name) {
+    checked_size(a, name);
+    Counts c;
+    switch (kind_of(a)) {
+        case Kind::i32: c.i32 = static_cast<int32_t*>(a.data()); break;
+        case Kind::i64: c.i64 = static_cast<int64_t*>(a.data()); break;
+        default: bad_array(name, "must be int32 or int64");
+    }
+    return c;
+}
+
+// Chunk c of a column is [starts[c], starts[c] + counts[c]): each must lie in the column
+// (checked once here, so that the loops need not).
+void check_chunks(const int64_t* s, const int64_t* n, int64_t chunks, size_t size,
+                  const char* what) {
+    for (int64_t c = 0; c < chunks; ++c)
+        if (s[c] < 0 || n[c] < 0 || static_cast<size_t>(s[c] + n[c]) > size)
+            throw nb::value_error((std::string("chunk ") + std::to_string(c) +
+                                   " lies outside the column '" + what + "'")
+                                      .c_str());
+}
+
+template <class A>
+void check_shape(const A& a, const char* name, int64_t rows, int64_t cols) {
+    if (a.ndim() != 2 || static_cast<int64_t>(a.shape(0)) != rows ||
+        static_cast<int64_t>(a.shape(1)) != cols)
+        bad_array(name, ("must have the shape (" + std::to_string(rows) + ", " +
+                         std::to_string(cols) + ")").c_str());
+}
+
+template <class A>
+void check_size(const A& a, const char* name, int64_t size) {
+    if (static_cast<int64_t>(checked_size(a, name)) != size)
+        bad_array(name, ("must have " + std::to_string(size) + " entries").c_str());
+}
+
+// A byte of `present` set to 1, read first: a store takes the cache line from every
+// other core, most ids occur many times. Relaxed atomics: threads race on the same
+// byte, all writing 1.
+inline void mark(uint8_t* p) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (__atomic_load_n(p, __ATOMIC_RELAXED) == 0) __atomic_store_n(p, 1, __ATOMIC_RELAXED);
+#else
+    if (*p == 0) *p = 1;
+#endif
+}
+
+void id_bounds(const In& src_, const In& dst_, const In& starts, const In& counts,
+               const Out& lo, const Out& hi, int threads) {
+    const auto& src = src_;
+    const auto& dst = dst_;
+    const int64_t* s = data_as<const int64_t>(starts, "starts");
+    const int64_t* n = data_as<const int64_t>(counts, "counts");
+    const int64_t chunks = static_cast<int64_t>(starts.size());
+    check_size(counts, "counts", chunks);
+    check_size(lo, "lo", chunks);
+    check_size(hi, "hi", chunks);
+    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
+    int64_t* lo_out = data_as<int64_t>(lo, "lo");
+    int64_t* hi_out = data_as<int64_t>(hi, "hi");
+    const int nt = threads_or_default(threads);
+    with_id(src, "src", [&](auto* sp) {
+        with_id(dst, "dst", [&](auto* dp) {
+            nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+            for (int64_t c = 0; c < chunks; ++c) {
+                int64_t a = std::numeric_limits<int64_t>::max(), b = -1;
+                for (int64_t k = s[c]; k < s[c] + n[c]; ++k) {
+                    const int64_t u = sp[k], v = dp[k];
+                    a = std::min(a, std::min(u, v));
+                    b = std::max(b, std::max(u, v));
+                }
+                lo_out[c] = a;
+                hi_out[c] = b;
+            }
+        });
+    });
+}
+
+void mark_and_count(const In& src_, const In& dst_, const In& starts, const In& counts,
+                    const Out& present, int shift, const Out& fine,
+                    const Out& src_ends, int threads) {
+    const auto& src = src_;
+    const auto& dst = dst_;
+    const int64_t* s = data_as<const int64_t>(starts, "starts");
+    const int64_t* n = data_as<const int64_t>(counts, "counts");
+    const int64_t chunks = static_cast<int64_t>(starts.size());
+    check_size(counts, "counts", chunks);
+    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
+    uint8_t* pres = data_as<uint8_t>(present, "present");
+    const bool marking = present.size() > 0;
+    if (fine.ndim() != 2) bad_array("fine", "must be 2-D");
+    const int64_t nfine = static_cast<int64_t>(fine.shape(1));
+    check_shape(fine, "fine", chunks, nfine);
+    int64_t* f = data_as<int64_t>(fine, "fine");
+    check_shape(src_ends, "src_ends", chunks, 3);
+    int64_t* ends = data_as<int64_t>(src_ends, "src_ends");
+    const int nt = threads_or_default(threads);
+    with_id(src, "src", [&](auto* sp) {
+        with_id(dst, "dst", [&](auto* dp) {
+            nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+            for (int64_t c = 0; c < chunks; ++c) {
+                const int64_t a = s[c], e = a + n[c];
+                int64_t* fc = f + c * nfine;
+                int64_t ordered = 1;
+                int64_t prev = e > a ? static_cast<int64_t>(sp[a]) : 0;
+                for (int64_t k = a; k < e; ++k) {
+                    const int64_t u = sp[k], v = dp[k];
+                    ++fc[v >> shift];
+                    if (u < prev) ordered = 0;
+                    prev = u;
+                    if (marking) {
+                        mark(pres + u);
+                        mark(pres + v);
+                    }
+                }
+                if (e > a) {
+                    ends[3 * c] = sp[a];
+                    ends[3 * c + 1] = sp[e - 1];
+                }
+                ends[3 * c + 2] = ordered;
+            }
+        });
+    });
+}
+
+void sum_rows(const In& counts_, const In& node_ids, const Out& out, int threads) {
+    const auto& counts = counts_;
+    if (counts.ndim() != 2) bad_array("counts", "must be 2-D");
+    const int64_t groups = static_cast<int64_t>(counts.shape(0));
+    const int64_t width = static_cast<int64_t>(counts.shape(1));
+    const int64_t* ids = data_as<const int64_t>(node_ids, "node_ids");
+    const bool at_ids = node_ids.size() > 0;
+    const int64_t n = at_ids ? static_cast<int64_t>(node_ids.size()) : width;
+    check_size(out, "out", n);
+    double* o = data_as<double>(out, "out");
+    const int nt = threads_or_default(threads);
+    with_index(counts, "counts", [&](auto* cp) {
+        nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t j = at_ids ? ids[i] : i;
+            int64_t t = 0;
+            for (int64_t g = 0; g < groups; ++g) t += cp[g * width + j];
+            o[i] = static_cast<double>(t);
+        }
+    });
+}
+
+void scatter(const In& src_, const In& dst_, const In& w_, const In& starts,
+             const In& counts, const In& newid_, int shift, const In& coarse_of_,
+             const In& cursor_, const Out& keys, const Out& out_w,
+             const Out& out_links, const Out& edge_runs, int threads) {
+    const auto& src = src_;
+    const auto& dst = dst_;
+    const int64_t* s = data_as<const int64_t>(starts, "starts");
+    const int64_t* n = data_as<const int64_t>(counts, "counts");
+    const int64_t chunks = static_cast<int64_t>(starts.size());
+    check_size(counts, "counts", chunks);
+    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
+    const bool weighted = out_w.size() > 0;
+    const double* w = data_as<const double>(w_, "w");
+    double* ow = data_as<double>(out_w, "out_w");
+    if (weighted) check_chunks(s, n, chunks, w_.size(), "w");
+    const int32_t* newid = data_as<const int32_t>(newid_, "newid");
+    const bool renumber = newid_.size() > 0;
+    const int32_t* coarse_of = data_as<const int32_t>(coarse_of_, "coarse_of");
+    const auto& cursor = cursor_;
+    if (cursor.ndim() != 2) bad_array("cursor", "must be 2-D");
+    const int64_t nbuckets = static_cast<int64_t>(cursor.shape(1));
+    check_shape(cursor, "cursor", chunks, nbuckets);
+    const int64_t* cur0 = data_as<const int64_t>(cursor, "cursor");
+    int64_t* kp = data_as<int64_t>(keys, "keys");
+    const bool runs = out_links.size() > 0;
+    const Counts links = counts_of(out_links, "out_links");
+    check_shape(edge_runs, "edge_runs", chunks, 2);
+    int64_t* er = data_as<int64_t>(edge_runs, "edge_runs");
+    const int nt = threads_or_default(threads);
+    with_id(src, "src", [&](auto* sp) {
+        with_id(dst, "dst", [&](auto* dp) {
+            nb::gil_scoped_release unlocked;
+#pragma omp parallel num_threads(nt)
+            {
+                std::vector<int64_t> cur;
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t c = 0; c < chunks; ++c) {
+                    const int64_t a = s[c], e = a + n[c];
+                    cur.assign(cur0 + c * nbuckets, cur0 + (c + 1) * nbuckets);
+                    int64_t run = 0;  // links of the current run of one source
+                    bool first_run = true;
+                    for (int64_t k = a; k < e; ++k) {
+                        const int64_t v = dp[k];
+                        const int64_t p = cur[coarse_of[v >> shift]]++;
+                        const int64_t u = renumber ? static_cast<int64_t>(newid[sp[k]])
+                                                   : static_cast<int64_t>(sp[k]);
+                        kp[p] = static_cast<int64_t>((static_cast<uint64_t>(v) << 32) |
+                                                     static_cast<uint64_t>(u));
+                        if (weighted) ow[p] = w[k];
+                        if (runs) {
+                            if (k > a && sp[k] != sp[k - 1]) {  // a run ends
+                                if (first_run) {
+                                    er[2 * c] = run;
+                                    first_run = false;
+                                } else {
+                                    links.add(sp[k - 1], run);
+                                }
+                                run = 0;
+                            }
+                            ++run;
+                        }
+                    }
+                    if (runs && e > a) {
+                        if (first_run)
+                            er[2 * c] = run;
+                        else
+                            er[2 * c + 1] = run;
+                    }
+                }
+            }
+        });
+    });
+}
+
+// Stable sort of ind[a:e] (and w alongside where with_w).
+inline void insertion_sort(int32_t* ind, double* w, int64_t a, int64_t e, bool with_w) {
+    for (int64_t i = a + 1; i < e; ++i) {
+        const int32_t k = ind[i];
+        const double v = with_w ? w[i] : 0.0;
+        int64_t j = i - 1;
+        while (j >= a && ind[j] > k) {
+            ind[j + 1] = ind[j];
+            if (with_w) w[j + 1] = w[j];
+            --j;
+        }
+        ind[j + 1] = k;
+        if (with_w) w[j + 1] = v;
+    }
+}
+
+inline bool is_sorted_distinct(const int32_t* ind, int64_t a, int64_t e) {
+    for (int64_t k = a + 1; k < e; ++k)
+        if (ind[k] <= ind[k - 1]) return false;
+    return true;
+}
+
+void sort_buckets(const In& bucket_start, const In& id_start, const In& keys,
+                  const In& w_in_, const In& newid_, const Out& indices, const Out& w_,
+                  const Out& row_kept, const Out& bucket_kept, int mode,
+                  bool count_weights, int threads) {
+    const int64_t* bs = data_as<const int64_t>(bucket_start, "bucket_start");
+    const int64_t* is = data_as<const int64_t>(id_start, "id_start");
+    const int64_t nbuckets = static_cast<int64_t>(bucket_start.size()) - 1;
+    if (nbuckets < 0) bad_array("bucket_start", "must not be empty");
+    check_size(id_start, "id_start", nbuckets + 1);
+    check_size(bucket_kept, "bucket_kept", nbuckets);
+    const int64_t m = static_cast<int64_t>(keys.size());
+    const int64_t* kp = data_as<const int64_t>(keys, "keys");
+    const bool weighted = w_in_.size() > 0;
+    const double* w_in = data_as<const double>(w_in_, "w_in");
+    const int32_t* newid = data_as<const int32_t>(newid_, "newid");
+    const bool renumber = newid_.size() > 0;
+    int32_t* ind = data_as<int32_t>(indices, "indices");
+    double* w = data_as<double>(w_, "w");
+    int64_t* rk = data_as<int64_t>(row_kept, "row_kept");
+    int64_t* bk = data_as<int64_t>(bucket_kept, "bucket_kept");
+    if (bs[0] < 0 || bs[nbuckets] > m || static_cast<int64_t>(indices.size()) < m)
+        bad_array("bucket_start", "must lie in keys and indices");
+    for (int64_t b = 0; b < nbuckets; ++b)
+        if (bs[b + 1] < bs[b] || is[b + 1] < is[b])
+            bad_array("bucket_start", "and id_start must not decrease");
+    const size_t rows = renumber ? newid_.size() : row_kept.size();
+    if (is[0] < 0 || static_cast<size_t>(is[nbuckets]) > rows)
+        bad_array("id_start", "must lie in the id space");
+    if ((weighted && (static_cast<int64_t>(w_in_.size()) < m)) ||
+        ((weighted || count_weights) && static_cast<int64_t>(w_.size()) < m))
+        bad_array("w", "must have an entry per key");
+    const int nt = threads_or_default(threads);
+    nb::gil_scoped_release unlocked;
+#pragma omp parallel num_threads(nt)
+    {
+        std::vector<int64_t> start, pos;
+        std::vector<std::pair<int32_t, double>> row;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t b = 0; b < nbuckets; ++b) {
+            const int64_t o0 = bs[b], o1 = bs[b + 1];
+            const int64_t t0 = is[b];
+            const int64_t nrows = is[b + 1] - t0;
+            // counting sort by target row
+            start.assign(static_cast<size_t>(nrows + 1), 0);
+            for (int64_t k = o0; k < o1; ++k) ++start[(kp[k] >> 32) - t0 + 1];
+            for (int64_t i = 0; i < nrows; ++i) start[i + 1] += start[i];
+            pos.assign(start.begin(), start.begin() + nrows);
+            for (int64_t k = o0; k < o1; ++k) {
+                const int64_t i = (kp[k] >> 32) - t0;
+                const int64_t p = o0 + pos[i]++;
+                ind[p] = static_cast<int32_t>(kp[k] & 0xFFFFFFFF);
+                if (weighted) w[p] = w_in[k];
+            }
+            int64_t out = o0;
+            for (int64_t i = 0; i < nrows; ++i) {
+                const int64_t a = o0 + start[i], e = o0 + start[i + 1];
+                if (a == e) continue;
+                const int64_t row_id = renumber ? newid[t0 + i] : t0 + i;
+                if (is_sorted_distinct(ind, a, e)) {  // (files in source order: most rows)
+                    if (out < a) {  // rows before lost links: move up
+                        for (int64_t k = a; k < e; ++k) {
+                            ind[out + k - a] = ind[k];
+                            if (weighted || count_weights)
+                                w[out + k - a] = weighted ? w[k] : 1.0;
+                        }
+                    } else if (count_weights) {
+                        std::fill(w + a, w + e, 1.0);
+                    }
+                    rk[row_id] = e - a;
+                    out += e - a;
+                    continue;
+                }
+                if (e - a <= INSERTION_MAX) {
+                    insertion_sort(ind, w, a, e, weighted);
+                } else if (weighted) {  // stable: parallel edges stay in file order
+                    row.resize(static_cast<size_t>(e - a));
+                    for (int64_t k = a; k < e; ++k) row[k - a] = {ind[k], w[k]};
+                    std::stable_sort(row.begin(), row.end(), [](const auto& x, const auto& y) {
+                        return x.first < y.first;
+                    });
+                    for (int64_t k = a; k < e; ++k) {
+                        ind[k] = row[k - a].first;
+                        w[k] = row[k - a].second;
+                    }
+                } else {
+                    std::sort(ind + a, ind + e);
+                }
+                const int64_t first = out;
+                for (int64_t k = a; k < e; ++k) {
+                    const int32_t u = ind[k];
+                    if (out > first && ind[out - 1] == u) {  // a parallel edge
+                        if (weighted) {
+                            if (mode == SUM)
+                                w[out - 1] += w[k];
+                            else
+                                w[out - 1] = w[k];
+                        } else if (count_weights) {
+                            w[out - 1] += 1.0;
+                        }
+                        continue;
+                    }
+                    ind[out] = u;
+                    if (weighted)
+                        w[out] = w[k];
+                    else if (count_weights)
+                        w[out] = 1.0;
+                    ++out;
+                }
+                rk[row_id] = out - first;
+            }
+            bk[b] = out - o0;
+        }
+    }
+}
+
+void gather_rows(const In& bucket_start, const In& bucket_dest, const In& bucket_kept,
+                 const In& src_, const In& w_, const Out& indices, const Out& weights,
+                 int threads) {
+    const int64_t* bs = data_as<const int64_t>(bucket_start, "bucket_start");
+    const int64_t* bd = data_as<const int64_t>(bucket_dest, "bucket_dest");
+    const int64_t* bk = data_as<const int64_t>(bucket_kept, "bucket_kept");
+    const int64_t nbuckets = static_cast<int64_t>(bucket_kept.size());
+    if (static_cast<int64_t>(bucket_start.size()) < nbuckets ||
+        static_cast<int64_t>(bucket_dest.size()) < nbuckets)
+        bad_array("bucket_start", "must have an entry per bucket");
+    const int32_t* src = data_as<const int32_t>(src_, "src");
+    const double* w = data_as<const double>(w_, "w");
+    int32_t* ind = data_as<int32_t>(indices, "indices");
+    const bool weighted = weights.size() > 0;
+    double* wo = data_as<double>(weights, "weights");
+    for (int64_t b = 0; b < nbuckets; ++b)
+        if (bk[b] < 0 || bs[b] < 0 || bd[b] < 0 ||
+            static_cast<size_t>(bs[b] + bk[b]) > src_.size() ||
+            static_cast<size_t>(bd[b] + bk[b]) > indices.size() ||
+            (weighted && (static_cast<size_t>(bs[b] + bk[b]) > w_.size() ||
+                          static_cast<size_t>(bd[b] + bk[b]) > weights.size())))
+            throw nb::value_error(("bucket " + std::to_string(b) +
+                                   " lies outside the arrays").c_str());
+    const int nt = threads_or_default(threads);
+    nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t b = 0; b < nbuckets; ++b) {
+        std::memmove(ind + bd[b], src + bs[b], static_cast<size_t>(bk[b]) * sizeof(int32_t));
+        if (weighted)
+            std::memmove(wo + bd[b], w + bs[b], static_cast<size_t>(bk[b]) * sizeof(double));
+    }
+}
+
+void count_sources(const In& idx_, const Out& hist, int threads) {
+    const auto& idx = idx_;
+    if (hist.ndim() != 2) bad_array("hist", "must be 2-D");
+    const int64_t groups = static_cast<int64_t>(hist.shape(0));
+    const int64_t width = static_cast<int64_t>(hist.shape(1));
+    const int64_t m = static_cast<int64_t>(idx.size());
+    const int64_t step = groups > 0 ? (m + groups - 1) / groups : 0;
+    const int nt = threads_or_default(threads);
+    with_index(idx, "idx", [&](auto* ip) {
+        with_index(hist, "hist", [&](auto* hp_c) {
+            using H = elem_t<decltype(hp_c)>;
+            H* hp = const_cast<H*>(hp_c);
+            nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+            for (int64_t g = 0; g < groups; ++g) {
+                H* h = hp + g * width;
+                const int64_t end = std::min(m, (g + 1) * step);
+                for (int64_t k = g * step; k < end; ++k) ++h[ip[k]];
+            }
+        });
+    });
+}
+
+}  // namespace
+
+void register_build(nb::module_& m) {
+    using namespace nb::literals;
+    m.def("id_bounds", &id_bounds, "src"_a, "dst"_a, "starts"_a, "counts"_a, "lo"_a, "hi"_a,
+          "threads"_a = 0);
+    m.def("mark_and_count", &mark_and_count, "src"_a, "dst"_a, "starts"_a, "counts"_a,
+          "present"_a, "shift"_a, "fine"_a, "src_ends"_a, "threads"_a = 0);
+    m.def("sum_rows", &sum_rows, "counts"_a, "node_ids"_a, "out"_a, "threads"_a = 0);
+    m.def("scatter", &scatter, "src"_a, "dst"_a, "w"_a, "starts"_a, "counts"_a, "newid"_a,
+          "shift"_a, "coarse_of"_a, "cursor"_a, "keys"_a, "out_w"_a, "out_links"_a,
+          "edge_runs"_a, "threads"_a = 0);
+    m.def("sort_buckets", &sort_buckets, "bucket_start"_a, "id_start"_a, "keys"_a, "w_in"_a,
+          "newid"_a, "indices"_a, "w"_a, "row_kept"_a, "bucket_kept"_a, "mode"_a,
+          "count_weights"_a, "threads"_a = 0);
+    m.def("gather_rows", &gather_rows, "bucket_start"_a, "bucket_dest"_a, "bucket_kept"_a,
+          "src"_a, "w"_a, "indices"_a, "weights"_a, "threads"_a = 0);
+    m.def("count_sources", &count_sources, "idx"_a, "hist"_a, "threads"_a = 0);
+}
+
+}  // namespace webrank
