@@ -178,6 +178,26 @@ def test_cache_whose_out_weights_disagree_with_its_links_is_refused(tmp_path, we
     assert "bad.npz" in str(e.value) and "node 0" in str(e.value)
 
 
+def test_cache_out_weight_off_by_more_than_rounding_is_refused(tmp_path):
+    """A weighted node's stored out-weight may differ from its links' sum by what another
+    order of the additions makes (a few ulps), not by 1e-12: that would rank another
+    graph, off by more than a tight certified bound."""
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
+    g = Graph.from_edges(src, dst, rng.random(300), name="g")
+    webrank.save_graph(g, tmp_path / "g.npz")
+    k = int(np.argmax(g.out_weight))
+    for factor, refused in ((1 + 1e-12, True), (1 + 2.0**-52, False)):
+        ow = g.out_weight.copy()
+        ow[k] *= factor
+        path = resave(tmp_path / "g.npz", tmp_path / f"w{factor!r}.npz", out_weight=ow)
+        if refused:
+            with pytest.raises(GraphFormatError, match=f"out_weight of node {k}"):
+                webrank.load(path)
+        else:  # rounding: loaded, with the stored value
+            assert webrank.load(path).out_weight[k] == ow[k]
+
+
 def test_cache_out_weights_are_the_links_sums_after_loading(tmp_path):
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, 50, 400), rng.integers(0, 50, 400)

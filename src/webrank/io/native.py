@@ -342,10 +342,12 @@ def _out_weights(indices: Any, weights: Any, n: int) -> Any:
 
 
 def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> Any:
-    """The out-weights recomputed from the links, after checking that the stored ones
-    agree node by node (exactly for link counts, to 1e-9 for sums of weights, which a
-    build on the GPU adds up in another order): a cache whose out-weights disagree
-    with its links would rank another graph than its CSR, and certify it."""
+    """The stored out-weights, after checking node by node that they are what the links
+    give: exactly for link counts; for sums of weights, to the rounding that another order
+    of the same additions can make (``links * 2**-52`` relative: a build on the GPU adds
+    in another order than the host's). A cache whose out-weights disagree with its links
+    would rank another graph than its CSR, and certify it; within that rounding both are
+    the same graph's, and the stored ones keep the load's bits those of the build."""
     xp = array_module(indices)
     sums = _out_weights(indices, weights, stored.size)
     if weights is None:
@@ -355,13 +357,15 @@ def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> A
             k = int(xp.argmax(~xp.isfinite(sums)))
             raise bad(f"the weights of node {k}'s links add up beyond the float64 range "
                       "(re-create the cache from the source file)")
-        off = ~(xp.abs(stored - sums) <= 1e-9 * sums)  # (a NaN is off too)
+        links = _out_weights(indices, None, stored.size)
+        slack = (links + 1.0) * 2.0**-52 * sums
+        off = ~(xp.abs(stored - sums) <= slack)  # (a NaN is off too)
     if bool(off.any()):
         k = int(xp.argmax(off))
         what = "weights add" if weights is not None else "count comes to"
         raise bad(f"out_weight of node {k} is {float(stored[k])!r}, but its links' {what} "
                   f"{float(sums[k])!r}")
-    return sums
+    return stored
 
 
 def _build(data: dict[str, Any], name: str) -> Graph:
