@@ -345,3 +345,18 @@ def test_update_on_web_notredame_matches_full_run():
     # both stopped at residual < 1e-10: each within ~6e-10 of the fixed point
     assert np.abs(res.scores - full.scores).sum() < 1.2e-9
     assert res.info["work_full_steps"] < full.iterations
+
+
+@pytest.mark.gpu
+def test_update_of_a_graph_loaded_for_the_gpu(tmp_path):
+    """A result whose graph lives on the GPU (``load(..., device="gpu")``) updates: the
+    edit is applied on the host (its search mixed CuPy and NumPy arrays before)."""
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2\n2 0\n2 3\n3 1\n")
+    r = webrank.pagerank(webrank.load(path, device="gpu"), device="gpu", tol=1e-12)
+    r2 = webrank.update(r, added_edges=[(3, 0)], removed_edges=[(0, 1)])
+    (tmp_path / "h.txt").write_text("1 2\n2 0\n2 3\n3 1\n3 0\n")
+    ref = webrank.pagerank(webrank.load(tmp_path / "h.txt"), device="cpu", tol=1e-13)
+    order = np.argsort(r2.labels.astype(int))
+    ref_order = np.argsort(ref.labels.astype(int))
+    assert np.abs(r2.scores[order] - ref.scores[ref_order]).sum() < 1e-9

@@ -474,6 +474,9 @@ def update(
     old = previous_result.graph if graph is None else graph
     if not isinstance(old, Graph):
         raise ValueError("graph must be the old webrank.Graph (previous_result has none)")
+    # the edit is found and applied on the host (a graph loaded for the GPU included);
+    # the solve then runs on the device asked for
+    old = old.to_host()
     x_old = np.asarray(previous_result.scores, dtype=np.float64)
     if x_old.shape != (old.n,):
         raise ValueError(f"previous_result has {x_old.size} scores; the graph has "
