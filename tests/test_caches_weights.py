@@ -1,7 +1,7 @@
 """Weights whose sums leave the float64 range, native caches that disagree with
-themselves, sizes a file claims but cannot hold, and float ids beyond int64 (issue 30,
-items 2, 3, 8 and 9): each refused in one GraphFormatError naming the file, the field and
-the value, or (weights) scaled so that the ranking is the right one."""
+themselves, sizes a file claims but cannot hold, and float ids beyond int64: each refused
+in one GraphFormatError naming the file, the field and the value, or (weights) scaled so
+that the ranking is the right one."""
 
 from __future__ import annotations
 

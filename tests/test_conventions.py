@@ -1,4 +1,4 @@
-"""Conventions users bring from elsewhere (issue 30, items 13, 14, 16 and a test gap).
+"""Conventions users bring from elsewhere.
 
 * networkx: ``nx.pagerank(G, alpha=-0.5, backend="webrank")`` names ``alpha`` (networkx's
   dispatcher drops the reason a backend's ``can_run`` gives); ``weight="weight"`` is

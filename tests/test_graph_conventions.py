@@ -1,4 +1,4 @@
-"""Graph conventions shared with igraph and networkx (issue 30, items 11 and 15):
+"""Graph conventions shared with igraph and networkx:
 ``num_nodes`` fixes the node set, undirected graphs (``directed=False``) rank as networkx
 ranks an ``nx.Graph``, an empty graph has an empty ranking; and the row bounds of a
 partitioned run always end at n."""

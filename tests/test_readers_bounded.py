@@ -1,4 +1,4 @@
-"""Text readers on hostile lines (issue 30): a line longer than the cap is refused on
+"""Text readers on hostile lines: a line longer than the cap is refused on
 every path without being held in memory; ids of thousands of digits, binary seeds and
 personalization files are GraphFormatErrors naming the file and line; RFC 4180 quoting
 in .csv files; the --delimiter option; a first edge of column words is kept."""

@@ -1,4 +1,4 @@
-"""One guard for every writer (issue 30): no writer replaces a file webrank has read, by
+"""One guard for every writer: no writer replaces a file webrank has read, by
 any name; a replaced file keeps its mode; SIGTERM and SIGHUP during a write leave no
 temporary file behind, as Ctrl-C does."""
 
