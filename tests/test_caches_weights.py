@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import DATASETS
+from package_path import WEBRANK_PATH
 
 import webrank
 from webrank import build
 from webrank.errors import GraphFormatError, HostMemoryError
 from webrank.graph import Graph
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 
 # node 0 links to 1 and 2 with weights of 1e308 each (their sum is beyond float64);
 # 1 and 2 link back to 0. The answer is that of weights 1, 1, 1, 1 (each node's links

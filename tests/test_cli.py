@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import dataset
+from package_path import WEBRANK_PATH
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 
 
 def webrank(*args: str, cwd=None) -> subprocess.CompletedProcess:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import dataset
+from package_path import WEBRANK_PATH
 from test_blocking import random_graph
 
 import webrank
@@ -134,7 +135,7 @@ def test_distributed_cli_refuses_a_bad_engine_in_one_line(tmp_path):
         out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path),
                               "--distributed", "--engine", engine, "--device", "cpu"],
                              capture_output=True, text=True, env=dict(
-                                 os.environ, PYTHONPATH=str(HERE.parent / "src")))
+                                 os.environ, PYTHONPATH=WEBRANK_PATH))
         assert out.returncode != 0
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("webrank: ") and msg in lines[0]
@@ -147,7 +148,7 @@ def test_distributed_output_directory_is_rewritten(tmp_path):
 
     path = tmp_path / "e.txt"
     path.write_text("0 1\n1 2\n2 0\n2 3\n")
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
+    env = dict(os.environ, PYTHONPATH=WEBRANK_PATH)
     for _ in range(2):
         out = subprocess.run([sys.executable, "-m", "webrank", "rank", str(path),
                               "--distributed", "--device", "cpu", "-o", str(tmp_path / "r")],
@@ -241,7 +242,7 @@ def test_edge_files_in_one_process(tmp_path, rng):
 
 
 def webrank_cli(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([WEBRANK_PATH,
                                                        os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "webrank", *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=120)
@@ -312,7 +313,7 @@ def run_mpi(ranks: int, args: list[str], timeout: float = 240) -> subprocess.Com
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", PRTE_MCA_rmaps_default_mapping_policy=
                ":oversubscribe", PYTHONPATH=os.pathsep.join(
-                   [str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]))
+                   [WEBRANK_PATH, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run([_mpirun(), "--oversubscribe", "-n", str(ranks), *args],
                           capture_output=True, text=True, env=env, timeout=timeout)
 
@@ -477,7 +478,7 @@ def test_mpi_full_disk_leaves_no_parts_that_look_complete(tmp_path):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1",
                OMPI_MCA_btl="self,tcp",  # (shared-memory segments would hit the limit too)
-               PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+               PYTHONPATH=os.pathsep.join([WEBRANK_PATH,
                                            os.environ.get("PYTHONPATH", "")]))
 
     # the limit on the ranks only (mpirun's own files would hit it first)

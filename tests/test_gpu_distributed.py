@@ -12,8 +12,9 @@ import sys
 
 import numpy as np
 import pytest
+from package_path import WEBRANK_PATH
 from test_blocking import random_graph
-from test_distributed import HERE, _mpirun, mpi_job, run_mpi
+from test_distributed import _mpirun, mpi_job, run_mpi
 
 import webrank
 from webrank.errors import DeviceMemoryError
@@ -168,7 +169,7 @@ def test_one_gpu_per_process_under_torchrun(tmp_path, rng):
 
     g = random_graph(rng, 20000, 200000)
     write_shards(g, tmp_path / "s", 2)
-    env = {"PYTHONPATH": str(HERE.parent / "src")}
+    env = {"PYTHONPATH": WEBRANK_PATH}
     import os
 
     out = subprocess.run(["torchrun", "--nproc_per_node", "2", "-m", "webrank", "rank",
@@ -231,7 +232,7 @@ def test_nccl_cli_faults_are_one_line_and_leave_no_output(tmp_path):
     assert "Traceback" not in out.stderr and not (tmp_path / "r0").exists()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_btl="self,tcp",
-               PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
+               PYTHONPATH=os.pathsep.join([WEBRANK_PATH,
                                            os.environ.get("PYTHONPATH", "")]))
     limited = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, "
                "(4096, 4096)); os.execv(sys.executable, [sys.executable, '-m', 'webrank', "

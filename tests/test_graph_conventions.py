@@ -10,18 +10,18 @@ import os
 import subprocess
 import sys
 from itertools import pairwise
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from package_path import WEBRANK_PATH
 
 import webrank
 from webrank import Graph
 from webrank.errors import GraphFormatError
 from webrank.result import load_scores
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 TOL = 1e-13
 
 

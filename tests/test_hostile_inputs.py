@@ -9,15 +9,15 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from package_path import WEBRANK_PATH
 
 import webrank
 from webrank.errors import GraphFormatError, HostMemoryError
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 
 
 def cli(*args, limit_bytes: int | None = None, timeout: float = 120

@@ -6,11 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from package_path import WEBRANK_PATH
 from reference import exact_pagerank
 from test_pagerank import random_graph
 
@@ -19,7 +19,7 @@ from webrank import ConvergenceError, Graph
 from webrank import personalized as ppr_module
 from webrank.personalized import PersonalizedConvergenceError, personalized_pagerank
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 
 
 @pytest.fixture(params=["native", "spmm"])

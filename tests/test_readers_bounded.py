@@ -15,12 +15,13 @@ import warnings
 from pathlib import Path
 
 import pytest
+from package_path import WEBRANK_PATH
 
 import webrank
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.io import edgelist
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 LONG = 3 << 20  # a line of 3 MiB: over the 1 MiB cap
 
 

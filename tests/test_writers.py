@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from package_path import WEBRANK_PATH
 
 import webrank
 from webrank.cli import main
 from webrank.errors import OverwriteError, WebrankError
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = WEBRANK_PATH
 CYCLE = "0 1\n1 2\n2 0\n2 3\n"
 
 
