@@ -51,10 +51,15 @@ def test_scipy_step_matches_native_kernel(monkeypatch, seed, n, density, weighte
                             max_iter=5000)
     if dtype == "float64" or not g.is_weighted:
         # the same products and row sums in the same order: only the reductions (residual,
-        # dangling mass) are grouped differently
-        assert native.iterations == scipy.iterations
+        # dangling mass) are grouped differently. With a float32 gather that last-bit
+        # difference can flip one rounding of the float32 vector, which the delta steps'
+        # residuals (sums of changes, not of scores) see at float32's relative precision
+        f32 = dtype == "float32"
+        assert abs(native.iterations - scipy.iterations) <= (1 if f32 else 0)
         np.testing.assert_allclose(scipy.scores, native.scores, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(scipy.residuals, native.residuals, rtol=1e-9, atol=1e-15)
+        k = min(native.residuals.size, scipy.residuals.size)
+        np.testing.assert_allclose(scipy.residuals[:k], native.residuals[:k],
+                                   rtol=1e-6 if f32 else 1e-9, atol=1e-15)
     else:
         # weighted float32: the compiled step rounds each product val * xs[j] to float32 (~6e-8
         # relative), SciPy does not; the first (plain) step's rounding stays in the answer,
