@@ -84,6 +84,23 @@ void check_size(const A& a, const char* name, int64_t size) {
         bad_array(name, ("must have " + std::to_string(size) + " entries").c_str());
 }
 
+// The chunks of the edge columns (chunk c is [start[c], start[c] + count[c]) of both),
+// checked once here so that the loops need not.
+struct EdgeChunks {
+    const int64_t* start;
+    const int64_t* count;
+    int64_t size;
+};
+
+EdgeChunks edge_chunks(const In& src, const In& dst, const In& starts, const In& counts) {
+    const EdgeChunks c{data_as<const int64_t>(starts, "starts"),
+                       data_as<const int64_t>(counts, "counts"),
+                       static_cast<int64_t>(starts.size())};
+    check_size(counts, "counts", c.size);
+    check_chunks(c.start, c.count, c.size, std::min(src.size(), dst.size()), "src/dst");
+    return c;
+}
+
 // A byte of `present` set to 1, read first: a store takes the cache line from every
 // other core, most ids occur many times. Relaxed atomics: threads race on the same
 // byte, all writing 1.
@@ -95,17 +112,13 @@ inline void mark(uint8_t* p) {
 #endif
 }
 
-void id_bounds(const In& src_, const In& dst_, const In& starts, const In& counts,
+void id_bounds(const In& src, const In& dst, const In& starts, const In& counts,
                const Out& lo, const Out& hi, int threads) {
-    const auto& src = src_;
-    const auto& dst = dst_;
-    const int64_t* s = data_as<const int64_t>(starts, "starts");
-    const int64_t* n = data_as<const int64_t>(counts, "counts");
-    const int64_t chunks = static_cast<int64_t>(starts.size());
-    check_size(counts, "counts", chunks);
+    const EdgeChunks ch = edge_chunks(src, dst, starts, counts);
+    const int64_t *s = ch.start, *n = ch.count;
+    const int64_t chunks = ch.size;
     check_size(lo, "lo", chunks);
     check_size(hi, "hi", chunks);
-    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
     int64_t* lo_out = data_as<int64_t>(lo, "lo");
     int64_t* hi_out = data_as<int64_t>(hi, "hi");
     const int nt = threads_or_default(threads);
@@ -127,16 +140,12 @@ void id_bounds(const In& src_, const In& dst_, const In& starts, const In& count
     });
 }
 
-void mark_and_count(const In& src_, const In& dst_, const In& starts, const In& counts,
+void mark_and_count(const In& src, const In& dst, const In& starts, const In& counts,
                     const Out& present, int shift, const Out& fine,
                     const Out& src_ends, int threads) {
-    const auto& src = src_;
-    const auto& dst = dst_;
-    const int64_t* s = data_as<const int64_t>(starts, "starts");
-    const int64_t* n = data_as<const int64_t>(counts, "counts");
-    const int64_t chunks = static_cast<int64_t>(starts.size());
-    check_size(counts, "counts", chunks);
-    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
+    const EdgeChunks ch = edge_chunks(src, dst, starts, counts);
+    const int64_t *s = ch.start, *n = ch.count;
+    const int64_t chunks = ch.size;
     uint8_t* pres = data_as<uint8_t>(present, "present");
     const bool marking = present.size() > 0;
     if (fine.ndim() != 2) bad_array("fine", "must be 2-D");
@@ -175,8 +184,7 @@ void mark_and_count(const In& src_, const In& dst_, const In& starts, const In& 
     });
 }
 
-void sum_rows(const In& counts_, const In& node_ids, const Out& out, int threads) {
-    const auto& counts = counts_;
+void sum_rows(const In& counts, const In& node_ids, const Out& out, int threads) {
     if (counts.ndim() != 2) bad_array("counts", "must be 2-D");
     const int64_t groups = static_cast<int64_t>(counts.shape(0));
     const int64_t width = static_cast<int64_t>(counts.shape(1));
@@ -198,17 +206,13 @@ void sum_rows(const In& counts_, const In& node_ids, const Out& out, int threads
     });
 }
 
-void scatter(const In& src_, const In& dst_, const In& w_, const In& starts,
+void scatter(const In& src, const In& dst, const In& w_, const In& starts,
              const In& counts, const In& newid_, int shift, const In& coarse_of_,
-             const In& cursor_, const Out& keys, const Out& out_w,
+             const In& cursor, const Out& keys, const Out& out_w,
              const Out& out_links, const Out& edge_runs, int threads) {
-    const auto& src = src_;
-    const auto& dst = dst_;
-    const int64_t* s = data_as<const int64_t>(starts, "starts");
-    const int64_t* n = data_as<const int64_t>(counts, "counts");
-    const int64_t chunks = static_cast<int64_t>(starts.size());
-    check_size(counts, "counts", chunks);
-    check_chunks(s, n, chunks, std::min(src.size(), dst.size()), "src/dst");
+    const EdgeChunks ch = edge_chunks(src, dst, starts, counts);
+    const int64_t *s = ch.start, *n = ch.count;
+    const int64_t chunks = ch.size;
     const bool weighted = out_w.size() > 0;
     const double* w = data_as<const double>(w_, "w");
     double* ow = data_as<double>(out_w, "out_w");
@@ -216,7 +220,6 @@ void scatter(const In& src_, const In& dst_, const In& w_, const In& starts,
     const int32_t* newid = data_as<const int32_t>(newid_, "newid");
     const bool renumber = newid_.size() > 0;
     const int32_t* coarse_of = data_as<const int32_t>(coarse_of_, "coarse_of");
-    const auto& cursor = cursor_;
     if (cursor.ndim() != 2) bad_array("cursor", "must be 2-D");
     const int64_t nbuckets = static_cast<int64_t>(cursor.shape(1));
     check_shape(cursor, "cursor", chunks, nbuckets);
@@ -442,8 +445,7 @@ void gather_rows(const In& bucket_start, const In& bucket_dest, const In& bucket
     }
 }
 
-void count_sources(const In& idx_, const Out& hist, int threads) {
-    const auto& idx = idx_;
+void count_sources(const In& idx, const Out& hist, int threads) {
     if (hist.ndim() != 2) bad_array("hist", "must be 2-D");
     const int64_t groups = static_cast<int64_t>(hist.shape(0));
     const int64_t width = static_cast<int64_t>(hist.shape(1));
