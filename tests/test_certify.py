@@ -144,3 +144,25 @@ def test_cli_certified(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["error_bound"] < 1e-10
     assert [t["node"] for t in doc["certified_top"]] == [1, 2, 0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_bound_of_a_graph_on_the_gpu_is_the_hosts(weighted):
+    """The product on the device (a prebuilt kernel), the sums on the host: the bound of
+    a graph held on the GPU is the host graph's, up to the product's last bits, and holds."""
+    pytest.importorskip("cupy")
+    from webrank.backends import gpu_available
+
+    if not gpu_available():
+        pytest.skip("no usable GPU (CuPy + CUDA device)")
+    host = random_graph(7, n=200, m=1200, weighted=weighted)
+    device = host.to_device()
+    x = webrank.pagerank(host, device="cpu", tol=1e-5, method="power").scores
+    pers = np.random.default_rng(5).random(host.n)
+    pers /= pers.sum()
+    for personalization in (None, pers):
+        want = error_bound(host, x, 0.85, personalization)
+        got = error_bound(device, x, 0.85, personalization)
+        assert got == pytest.approx(want, rel=1e-9)
+        assert got >= np.abs(x - exact(host, 0.85, personalization)).sum()

@@ -10,6 +10,8 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from package_path import WEBRANK_PATH
 from reference import exact_pagerank
 from test_pagerank import random_graph
@@ -345,3 +347,36 @@ def test_gpu_wide_blocks_with_hub_rows_match_cpu(dtype, weighted, criterion):
                                atol=1e-12 if dtype == "float64" else 1e-8)
     many = personalized_pagerank(g, _seed_sets(g, 300, 2), tol=1e-9, device="gpu", top=3)
     assert many.batch_size == 256 and many.num_batches == 2 and many.all_converged
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 30), k=st.integers(1, 6), data=st.data())
+def test_seed_columns_are_scipys_matrix(n, k, data):
+    """SeedColumns (the seeds held without SciPy) against scipy.sparse: repeated entries
+    added up, columns selected in any order, rows by row, sums, a dense column."""
+    from webrank.backends.batch import SeedColumns
+
+    m = data.draw(st.integers(0, 40))
+    rows = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), int)
+    cols = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=m, max_size=m)), int)
+    vals = np.array(data.draw(st.lists(st.floats(0, 4), min_size=m, max_size=m)), float)
+    got = SeedColumns.from_entries(n, k, rows, cols, vals)
+    want = sp.csc_array((vals, (rows, cols)), shape=(n, k))
+    want.sum_duplicates()
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_allclose(got.data, want.data, rtol=1e-15)
+    np.testing.assert_allclose(got.sums(), want.sum(axis=0), rtol=1e-14)
+    keep = np.array(data.draw(st.lists(st.integers(0, k - 1), max_size=k)), int)
+    sel = got.select(keep)
+    np.testing.assert_allclose(
+        sp.csc_array((sel.data, sel.indices, sel.indptr), shape=(n, keep.size)).toarray(),
+        want[:, keep].toarray())
+    by_row = got.by_row()
+    csr = sp.csr_array(want)
+    csr.sort_indices()
+    np.testing.assert_array_equal(by_row.indptr, csr.indptr)
+    np.testing.assert_array_equal(by_row.indices, csr.indices)
+    np.testing.assert_allclose(by_row.data, csr.data, rtol=1e-15)
+    for c in range(k):
+        np.testing.assert_allclose(got.dense_column(c), want[:, [c]].toarray().ravel())

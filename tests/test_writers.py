@@ -276,9 +276,13 @@ def signalled(script: str, signum: int, *args: Path) -> tuple[int, str]:
     """Run ``script`` in a fresh interpreter, send ``signum`` once it prints "writing";
     return its exit status (negative: killed by that signal) and its stderr."""
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    # the child starts with the signal at its default action, as a process started from
+    # a shell does: a test run under nohup (SIGHUP ignored, and inherited) would
+    # otherwise test webrank's respect of that choice instead
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script),
                              *map(str, args)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     try:
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)

@@ -49,9 +49,11 @@ from webrank import build
 from webrank.arrays import array_module, to_device
 from webrank.build import Chunked, Pieces, fixed_node_set
 from webrank.kernels import cuda_arrays as ka
+from webrank.kernels import cuda_vectors as kv
 
-__all__ = ["HOST_BUILD_EDGES", "csr_on_device", "device_build_bytes", "edge_csr_on_device",
-           "host_csr", "out_weight_of"]
+__all__ = ["HOST_BUILD_EDGES", "check_csr", "csr_on_device", "device_build_bytes",
+           "edge_csr_on_device", "first_bad_weight_on_device", "host_csr",
+           "out_weight_mismatch", "out_weight_of", "out_weight_sums"]
 
 _MAX_NODES = 2**31 - 1  # sources must fit the low 32 bits of a key, and int32 indices
 _COMPACT_SLICE = 1 << 30  # keys merged per step (below CuPy's 2**31 mask limit)
@@ -160,10 +162,11 @@ def _kernel_build(d_src: Any, d_dst: Any, hi: int, n: int, compact: bool,
             "labels": node_labels}
 
 
-def _launch(name: str, size: int, args: tuple) -> None:
-    """A grid-strided kernel of :mod:`webrank.kernels.cuda_arrays` over ``size`` items."""
-    grid = int(max(1, min(-(-int(size) // ka.BLOCK), 1 << 16)))
-    ka.get_kernel(name)((grid,), (ka.BLOCK,), args)
+def _launch(name: str, size: int, args: tuple, family: Any = ka) -> None:
+    """A grid-strided kernel of :mod:`webrank.kernels.cuda_arrays` (or another
+    ``family``) over ``size`` items."""
+    grid = int(max(1, min(-(-int(size) // family.BLOCK), 1 << 16)))
+    family.get_kernel(name)((grid,), (family.BLOCK,), args)
 
 
 def _tile_offsets(cp: Any, length: int, *, vals: Any = None, keys: Any = None
@@ -443,3 +446,65 @@ def _csr_of_keys(keys: Any, row_counts: Any, weights: Any) -> tuple[Any, Any, An
                       else cp.int64)
     indptr[1:] = cp.cumsum(row_counts)
     return indptr, indices, weights
+
+
+# -- the checks of a CSR read onto the device (a graph cache: webrank.io.native) ----------
+NO_BAD = np.iinfo(np.uint64).max  # what the check kernels leave where all is well
+
+
+def check_csr(indptr: Any, indices: Any) -> tuple[int | None, int | None]:
+    """``(first row whose pointer decreases, first link out of 0..n-1)`` of a device CSR,
+    None where there is none."""
+    import cupy as cp
+
+    n, m = int(indptr.size) - 1, int(indices.size)
+    bad = cp.asarray(np.full(2, NO_BAD, dtype=np.uint64))
+    if max(n, m) > 0:
+        _launch(kv.csr_bad_name(indptr.dtype.name, indices.dtype.name), max(n, m),
+                kv.CSR_BAD.pack(n=n, m=m, indptr=indptr, indices=indices, bad=bad), kv)
+    row, link = (None if int(b) == NO_BAD else int(b) for b in bad.get())
+    return row, link
+
+
+def first_bad_weight_on_device(weights: Any) -> int | None:
+    """The first NaN, infinite or negative entry of a float64 device array, or None
+    (:func:`webrank.build.first_bad_weight`)."""
+    import cupy as cp
+
+    m = int(weights.size)
+    bad = cp.asarray(np.full(1, NO_BAD, dtype=np.uint64))
+    if m:
+        _launch("wr_weight_bad", m, kv.WEIGHT_BAD.pack(m=m, weights=weights, bad=bad), kv)
+    k = int(bad.get()[0])
+    return None if k == NO_BAD else k
+
+
+def out_weight_sums(indices: Any, weights: Any, n: int) -> tuple[Any, Any]:
+    """Each node's out-links' count or weight sum (float64) and, with weights, its count
+    of links (else None), on the device (atomic additions: counts exactly, sums in any
+    order)."""
+    import cupy as cp
+
+    sums = cp.zeros(n, dtype=np.float64)
+    links = cp.zeros(n if weights is not None else 1, dtype=np.float64)
+    m = int(indices.size)
+    if m:
+        _launch(kv.source_sums_name(indices.dtype.name), m, kv.SOURCE_SUMS.pack(
+            m=m, indices=indices, has_w=weights is not None,
+            weights=sums if weights is None else weights, sums=sums, links=links), kv)
+    return sums, (links if weights is not None else None)
+
+
+def out_weight_mismatch(stored: Any, sums: Any, links: Any) -> tuple[int | None, int | None]:
+    """``(first node whose weight sum is not finite, first node whose stored out-weight
+    is not its links' sum)`` (:func:`out_weight_sums`; None where there is none)."""
+    import cupy as cp
+
+    n = int(stored.size)
+    bad = cp.asarray(np.full(2, NO_BAD, dtype=np.uint64))
+    if n:
+        _launch("wr_out_weight_bad", n, kv.OUT_WEIGHT_BAD.pack(
+            n=n, stored=stored, sums=sums, links=sums if links is None else links,
+            has_w=links is not None, bad=bad), kv)
+    inf, off = (None if int(b) == NO_BAD else int(b) for b in bad.get())
+    return inf, off

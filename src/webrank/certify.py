@@ -71,37 +71,39 @@ def error_bound(graph: Any, scores: Any, alpha: float, personalization: Any = No
     ``dangling`` (normalised vectors; None: uniform, and the teleport vector).
 
     One float64 product with the Google matrix, where the graph's arrays are (host or
-    GPU; two where ``scores`` has negative entries), O(n + m). See the module docstring
-    for the derivation.
+    GPU; two where ``scores`` has negative entries), O(n + m); every sum on the host,
+    where NumPy's pairwise order gives the depth the bound counts. See the module
+    docstring for the derivation.
     """
-    xp = array_module(graph.indptr)
-    x = xp.asarray(scores, dtype=xp.float64)
+    on_device = array_module(graph.indptr) is not np
+    x = _host(scores)
     n = x.size
     if n == 0:  # no nodes: the empty vector is the exact (empty) PageRank
         return 0.0
-    v = None if personalization is None else xp.asarray(personalization, dtype=xp.float64)
-    d = v if dangling is None else xp.asarray(dangling, dtype=xp.float64)
-    y, dm = _google_product(graph, x, alpha, v, d, xp)
-    r = float(xp.abs(y - x).sum())
+    v = None if personalization is None else _host(personalization)
+    d = v if dangling is None else _host(dangling)
+    product = _device_google_product if on_device else _google_product
+    y, dm = product(graph, x, alpha, v, d)
+    r = float(np.abs(y - x).sum())
     negative = bool((x < 0).any())
-    ya = _google_product(graph, xp.abs(x), alpha, v, d, xp)[0] if negative else y
-    dma = float(xp.abs(x)[_dangling_mask(graph, xp)].sum()) if negative else dm
-    degrees = xp.diff(xp.asarray(graph.indptr)).astype(xp.float64)
+    ya = product(graph, np.abs(x), alpha, v, d)[0] if negative else y
+    dma = float(np.abs(x)[_dangling_mask(graph)].sum()) if negative else dm
+    degrees = np.diff(_host(graph.indptr)).astype(np.float64)
     # each entry: its row of deg terms (each scaled: 2 roundings), times alpha, plus the
     # dangling and teleport terms and their products and additions: deg + 10 roundings
     k_max = float(degrees.max()) + 10.0 if n else 10.0
-    depth = 2 * math.ceil(math.log2(max(n, 2))) + 32  # pairwise sums (NumPy, CuPy)
+    depth = 2 * math.ceil(math.log2(max(n, 2))) + 32  # NumPy's pairwise sums
     # sum over entries of gamma_(deg + 10) times the entry's exact absolute terms, which
     # are at most the computed entry over (1 - gamma_kmax); the weighted sum itself
     # rounded by at most gamma_depth
-    rows = float(((degrees + 10.0) * xp.abs(ya)).sum())
+    rows = float(((degrees + 10.0) * np.abs(ya)).sum())
     product_error = (_U * rows / (1.0 - k_max * _U) / (1.0 - _gamma(k_max))
                      / (1.0 - _gamma(depth + 2)))
     dangling_error = alpha * _gamma(depth) * dma  # spread over d, which sums to 1
     norm = r / (1.0 - _gamma(depth + 1))  # |y - x| rounded, then summed
     bound = (norm + product_error + dangling_error) / (1.0 - alpha)
     # no vector is farther than its own mass plus x*'s (which sums to 1)
-    bound = min(bound, (float(xp.abs(x).sum()) + 1.0) / (1.0 - _gamma(depth + 1)))
+    bound = min(bound, (float(np.abs(x).sum()) + 1.0) / (1.0 - _gamma(depth + 1)))
     return float(np.nextafter(bound * (1.0 + 8 * _U), np.inf))
 
 
@@ -189,33 +191,57 @@ def certified_prefix(scores: np.ndarray, bound: float, k: int) -> np.ndarray:
     return order if fails.size == 0 else order[:int(fails[0])]
 
 
-def _dangling_mask(graph: Any, xp: Any) -> Any:
-    return xp.asarray(graph.out_weight) == 0
+def _host(a: Any) -> np.ndarray:
+    """A float64 NumPy copy of a host or device array (a device one copied down)."""
+    return np.asarray(a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray)
+                      else a, dtype=np.float64)
 
 
-def _google_product(graph: Any, x: Any, alpha: float, v: Any, d: Any, xp: Any
-                    ) -> tuple[Any, float]:
-    """``(G(x), dangling mass of x)`` in float64 on the graph's device."""
+def _dangling_mask(graph: Any) -> np.ndarray:
+    return _host(graph.out_weight) == 0
+
+
+def _google_product(graph: Any, x: np.ndarray, alpha: float, v: Any, d: Any
+                    ) -> tuple[np.ndarray, float]:
+    """``(G(x), dangling mass of x)`` in float64 for a graph on the host."""
+    import scipy.sparse as sp
+
     n = x.size
-    out = xp.asarray(graph.out_weight, dtype=xp.float64)
+    out = np.asarray(graph.out_weight, dtype=np.float64)
     dangling = out == 0
     with np.errstate(divide="ignore"):
-        inv_out = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, out))
+        inv_out = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
     if graph.weights is None:
-        data = xp.ones(graph.num_edges, dtype=xp.float64)
+        data = np.ones(graph.num_edges, dtype=np.float64)
         xs = x * inv_out
     else:  # the transition values w / out_weight(source), each rounded once
-        indices = xp.asarray(graph.indices)
-        data = xp.asarray(graph.weights, dtype=xp.float64) * inv_out[indices]
+        data = np.asarray(graph.weights, dtype=np.float64) * inv_out[graph.indices]
         xs = x
-    if xp is np:
-        import scipy.sparse as sp
-    else:
-        import cupyx.scipy.sparse as sp
-    a = sp.csr_matrix((data, xp.asarray(graph.indices), xp.asarray(graph.indptr)),
-                      shape=(n, n))
+    a = sp.csr_matrix((data, graph.indices, graph.indptr), shape=(n, n))
     dm = float(x[dangling].sum())
-    tele = xp.full(n, 1.0 / n) if v is None else v
+    tele = np.full(n, 1.0 / n) if v is None else v
     dist = tele if d is None else d
     y = alpha * (a @ xs) + (alpha * dm) * dist + (1.0 - alpha) * tele
     return y, dm
+
+
+def _device_google_product(graph: Any, x: np.ndarray, alpha: float, v: Any, d: Any
+                           ) -> tuple[np.ndarray, float]:
+    """:func:`_google_product` for a graph on the GPU: the product by one prebuilt kernel
+    (each entry's roundings as on the host: a row's terms, then the two rank-one
+    terms), the dangling mass on the host; ``G(x)`` copied down."""
+    import cupy as cp
+
+    import webrank.backends.gpu_arrays as gpu_arrays
+
+    n = x.size
+    out = cp.asarray(graph.out_weight, dtype=np.float64)
+    inv_out, _ = gpu_arrays.node_scale(out, False)  # 1 / out-weight, 0 if dangling
+    vals = (None if graph.weights is None else gpu_arrays.transition_values(
+        graph.indices, cp.asarray(graph.weights, dtype=np.float64), out, np.float64))
+    dm = float(x[_dangling_mask(graph)].sum())
+    tele = gpu_arrays.full(n, 1.0 / n) if v is None else cp.asarray(v)
+    dist = tele if d is None else cp.asarray(d)
+    y = gpu_arrays.google_product(graph.indptr, graph.indices, vals, cp.asarray(x), inv_out,
+                                  alpha, alpha * dm, dist, 1.0 - alpha, tele)
+    return y.get(), dm

@@ -116,7 +116,6 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from webrank.backends import (
     device_name,
@@ -250,6 +249,8 @@ def _splice_csr(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray | None, n
 def _out_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     """The out-link CSR ``(indptr, targets)`` of ``graph`` (targets sorted), cached."""
     def build() -> tuple[np.ndarray, np.ndarray]:
+        import scipy.sparse as sp  # (here: a GPU update needs no out-link CSR)
+
         ones = np.ones(graph.num_edges, dtype=np.int8)
         # CSR -> CSC of the in-link matrix is a C++ counting sort: O(n + m)
         csc = sp.csr_array((ones, graph.indices, graph.indptr),

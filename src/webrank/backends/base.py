@@ -152,6 +152,69 @@ class Operator:
         total = float(x.sum())
         return x / total if total > 0 else x
 
+    # -- the vector algebra of the solvers (float64 n-vectors of this backend). NumPy
+    #    here; a GPU operator does each with cuBLAS or a prebuilt kernel, since CuPy's own
+    #    operations are compiled on a process's first use of each (about 0.2 s apiece)
+    def copy(self, x: Any) -> Any:
+        """A float64 copy of ``x`` on this backend."""
+        return self.xp.array(x, dtype=np.float64)
+
+    def axpy(self, a: float, x: Any, y: Any) -> Any:
+        """``y += a x`` in place; returns ``y``."""
+        y += a * x
+        return y
+
+    def scale(self, a: float, x: Any) -> Any:
+        """``x *= a`` in place; returns ``x``."""
+        x *= a
+        return x
+
+    def dot(self, x: Any, y: Any) -> float:
+        """``x . y`` as a host float."""
+        return float(x @ y)
+
+    def total(self, x: Any) -> float:
+        """``sum(x)`` as a host float."""
+        return float(x.sum())
+
+    def norm(self, x: Any, criterion: str) -> float:
+        """``||x||`` under ``criterion`` ("l1", "l2" or "linf") as a host float."""
+        if criterion == "l1":
+            return float(np.abs(x).sum())
+        if criterion == "l2":
+            return float(np.sqrt(x @ x))
+        return float(np.abs(x).max()) if x.size else 0.0
+
+    def clipped(self, x: Any) -> Any:
+        """``max(x, 0)`` per entry (a new vector)."""
+        return np.maximum(x, 0.0)
+
+    def project(self, basis: Any, w: Any) -> np.ndarray:
+        """``basis @ w`` on the host (``basis``: k rows of length n, contiguous)."""
+        return self.to_host(basis @ w)
+
+    def add_combination(self, basis: Any, c: np.ndarray, y: Any, a: float = 1.0) -> Any:
+        """``y += a basis^T c`` in place (``c``: k host coefficients); returns ``y``."""
+        y += a * (basis.T @ self.asarray(c))
+        return y
+
+    def combine_rows(self, q: np.ndarray, basis: Any) -> Any:
+        """``q @ basis``: rows combining the rows of ``basis`` (``q``: host, r x k)."""
+        return self.asarray(q) @ basis
+
+    def aitken(self, x2: Any, x1: Any, x0: Any) -> Any:
+        """Guarded Aitken extrapolation per node from iterates ``x^(k-2), x^(k-1),
+        x^(k)`` (:func:`webrank.solvers.extrapolation.aitken_extrapolate`; not
+        renormalised): with ``r = (x0 - x1) / (x1 - x2)``, ``x0 + (x0 - x1) r / (1 - r)``
+        where ``0 < r < 0.999`` and that is not negative, else ``x0``."""
+        d1 = x0 - x1
+        d0 = x1 - x2
+        nz = d0 != 0
+        r = np.where(nz, d1 / np.where(nz, d0, 1.0), 0.0)
+        ok = nz & (r > 0) & (r < 0.999)
+        x = np.where(ok, x0 + d1 * r / np.where(ok, 1.0 - r, 1.0), x0)
+        return np.where(x >= 0, x, x0)
+
     def require(self, capability: str | None, method: str) -> None:
         """ValueError, before any work, when ``method`` needs a capability this operator
         lacks."""
@@ -234,11 +297,9 @@ class PageRankOperator(Operator, ABC):
     def matvec(self, x: Any) -> Any:
         """``G x`` for any vector x (not only probability vectors): linear in x."""
         self.matvecs += 1
-        y = self.propagate(x)
-        y *= self.alpha
-        y += (self.alpha * self.dangling_mass(x)) * self.dangling_dist()
-        y += ((1.0 - self.alpha) * float(x.sum())) * self.teleport()
-        return y
+        y = self.scale(self.alpha, self.propagate(x))
+        self.axpy(self.alpha * self.dangling_mass(x), self.dangling_dist(), y)
+        return self.axpy((1.0 - self.alpha) * self.total(x), self.teleport(), y)
 
     @abstractmethod
     def power_steps(

@@ -22,10 +22,9 @@ sizes the batches.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from webrank.backends.base import Operator
 from webrank.graph import Graph
@@ -33,7 +32,7 @@ from webrank.kernels import cpu as kernels
 from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
 
 __all__ = ["ArrayBatchOperator", "Batch", "BatchOperator", "CPUBatchOperator",
-           "cpu_batch_operator"]
+           "SeedColumns", "SeedRows", "cpu_batch_operator"]
 
 # CPU batches hold at most this many bytes of working blocks (and a quarter of free RAM)
 CPU_BATCH_BYTES = 2 * 2**30
@@ -42,13 +41,95 @@ CPU_BATCH_BYTES = 2 * 2**30
 USE_NATIVE: bool | None = None
 
 
+class SeedRows(NamedTuple):
+    """Personalization columns by row (CSR: ``indptr`` over the n nodes, the columns of
+    each row increasing): what a step kernel reads, a row at a time."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+
+@dataclass(frozen=True)
+class SeedColumns:
+    """An n×k matrix of personalization columns, compressed by column (float64; each
+    column's rows increasing, none repeated): the seeds of
+    :func:`webrank.personalized_pagerank`, held without SciPy (whose import is half a
+    second of a process's first call)."""
+
+    n: int
+    indptr: np.ndarray  # (k + 1,) int64
+    indices: np.ndarray  # rows, int64
+    data: np.ndarray  # float64
+
+    @classmethod
+    def from_entries(cls, n: int, k: int, rows: np.ndarray, cols: np.ndarray,
+                     vals: np.ndarray) -> SeedColumns:
+        """The n×k matrix of entries ``(rows, cols, vals)``; repeated positions add up."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        vals = np.asarray(vals, dtype=np.float64)
+        key = cols * max(n, 1) + rows
+        order = np.argsort(key, kind="stable")
+        key, vals = key[order], vals[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+        data = np.add.reduceat(vals, first) if key.size else vals
+        key = key[first]
+        cols, rows = np.divmod(key, max(n, 1))
+        indptr = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols, minlength=k), out=indptr[1:])
+        return cls(n, indptr, rows, data)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.n, self.indptr.size - 1
+
+    def column_entries(self) -> np.ndarray:
+        """The column of each stored entry."""
+        return np.repeat(np.arange(self.shape[1]), np.diff(self.indptr))
+
+    def sums(self) -> np.ndarray:
+        """Each column's sum."""
+        return np.bincount(self.column_entries(), weights=self.data,
+                           minlength=self.shape[1])
+
+    def scaled(self, factors: np.ndarray) -> SeedColumns:
+        """Column c times ``factors[c]``."""
+        return SeedColumns(self.n, self.indptr, self.indices,
+                           self.data * factors[self.column_entries()])
+
+    def select(self, cols: np.ndarray) -> SeedColumns:
+        """Columns ``cols`` (in that order)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        starts, ends = self.indptr[cols], self.indptr[cols + 1]
+        counts = ends - starts
+        indptr = np.zeros(cols.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        take = np.repeat(starts - indptr[:-1], counts) + np.arange(indptr[-1])
+        return SeedColumns(self.n, indptr, self.indices[take], self.data[take])
+
+    def by_row(self) -> SeedRows:
+        """The same matrix compressed by row (columns increasing within a row)."""
+        order = np.argsort(self.indices, kind="stable")  # stable: columns stay in order
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.indices, minlength=self.n), out=indptr[1:])
+        return SeedRows(indptr, self.column_entries()[order], self.data[order])
+
+    def dense_column(self, c: int) -> np.ndarray:
+        """Column ``c`` as a dense n-vector."""
+        out = np.zeros(self.n)
+        lo, hi = self.indptr[c], self.indptr[c + 1]
+        out[self.indices[lo:hi]] = self.data[lo:hi]
+        return out
+
+
 @dataclass
 class Batch:
     """The state of one batch: iterate, gathered block, per-column terms."""
 
     x: Any  # (n, b) float64 iterate
     g: Any  # (n, b) dtype: x / out (plain steps) or (x - x_prev) / out (delta steps)
-    pers: sp.csc_array  # host n×b personalization columns
+    pers: SeedColumns  # host n×b personalization columns
     vdev: Any  # the personalization on the device (each operator's own form)
     dmass: np.ndarray  # (b,) dangling mass of what g was built from
     mass: np.ndarray  # (b,) total mass of what g was built from (delta steps)
@@ -79,14 +160,29 @@ class BatchOperator(Operator):
         per_column = self.n * (2 * 8 + 2 * self.dtype.itemsize)  # x, x_out; g, g_out
         return int(max(1, min(k, budget // per_column)))
 
-    def start(self, pers: sp.csc_array) -> Batch:
-        xp, n, b = self.xp, self.n, pers.shape[1]
-        x = xp.full((n, b), 1.0 / n, order=self.order)
-        g = xp.empty((n, b), dtype=self.dtype, order=self.order)
-        xp.multiply(x, self.inv_out[:, None], out=g, casting="unsafe")
-        dm = float(self.graph.dangling_mask.sum()) / n
-        return Batch(x=x, g=g, pers=pers, vdev=self.upload_pers(pers),
+    def start(self, pers: SeedColumns) -> Batch:
+        n, b = self.n, pers.shape[1]
+        x = self.xp.full((n, b), 1.0 / n, order=self.order)
+        dm = float(len(self.dangling_idx)) / n
+        return Batch(x=x, g=self.gathered(x), pers=pers, vdev=self.upload_pers(pers),
                       dmass=np.full(b, dm), mass=np.ones(b))
+
+    # -- block algebra (the GPU's by prebuilt kernels: gpu_batch) ---------------------
+    def gathered(self, x: Any, out: Any = None) -> Any:
+        """``x / out-degree`` per row of a float64 block, in the storage dtype (into
+        ``out`` if given)."""
+        if out is None:
+            out = self.xp.empty(x.shape, dtype=self.dtype, order=self.order)
+        self.xp.multiply(x, self.inv_out[:, None], out=out, casting="unsafe")
+        return out
+
+    def column_sums(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Per column of a float64 block: the sum and the sum over the dangling rows."""
+        return self.to_host(x.sum(axis=0)), self.to_host(x[self.dangling_idx].sum(axis=0))
+
+    def columns(self, x: Any, keep: np.ndarray) -> Any:
+        """Columns ``keep`` of a block, as a new block in this operator's order."""
+        return self.xp.array(x[:, self.xp.asarray(keep)], order=self.order)
 
     def coefficients(self, block: Batch) -> tuple[np.ndarray, np.ndarray]:
         """Per-column factors of the teleport term v_c and of the dangling term d_c.
@@ -108,19 +204,20 @@ class BatchOperator(Operator):
         block.dmass, block.mass = dmass, mass
         if self.delta_steps and not block.delta:
             # switch to delta steps: from now on gather (x_k - x_{k-1}) / out
-            d1 = x_new - block.x
-            self.xp.multiply(d1, self.inv_out[:, None], out=block.g, casting="unsafe")
-            block.dmass = self.to_host(d1[self.dangling_idx].sum(axis=0))
-            block.mass = self.to_host(d1.sum(axis=0))
+            d1 = self.difference(x_new, block.x)
+            self.gathered(d1, out=block.g)
+            block.mass, block.dmass = self.column_sums(d1)
             block.delta = True
         block.x = x_new
 
+    def difference(self, a: Any, b: Any) -> Any:
+        """``a - b`` of two blocks (a new block)."""
+        return a - b
+
     def compact(self, block: Batch, keep: np.ndarray) -> None:
-        xp = self.xp
-        k_dev = xp.asarray(keep)
-        block.x = xp.array(block.x[:, k_dev], order=self.order)
-        block.g = xp.array(block.g[:, k_dev], order=self.order)
-        block.pers = sp.csc_array(block.pers[:, keep])
+        block.x = self.columns(block.x, keep)
+        block.g = self.columns(block.g, keep)
+        block.pers = block.pers.select(keep)
         block.vdev = self.upload_pers(block.pers)
         block.dmass, block.mass = block.dmass[keep], block.mass[keep]
         block.dense_v = None
@@ -142,10 +239,8 @@ class CPUBatchOperator(BatchOperator):
         self.d_arg = np.zeros(0) if self.d is None else self.d
         self._out: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
-    def upload_pers(self, pers: sp.csc_array) -> sp.csr_array:
-        m = sp.csr_array(pers)  # rows = nodes: the kernel adds row i's entries
-        m.sort_indices()
-        return m
+    def upload_pers(self, pers: SeedColumns) -> SeedRows:
+        return pers.by_row()  # rows = nodes: the kernel adds row i's entries
 
     def step(self, block: Batch, criterion: str) -> np.ndarray:
         b = block.x.shape[1]
@@ -181,7 +276,7 @@ class CPUBatchOperator(BatchOperator):
         """A one-column block: pagerank's own scalar fused kernel (faster than the block
         kernel at width 1, whose column loops then cost more than they share)."""
         if block.dense_v is None:
-            block.dense_v = block.pers[:, [0]].toarray().ravel()
+            block.dense_v = block.pers.dense_column(0)
         v = block.dense_v
         d = v if self.d is None else self.d
         partial = np.zeros((self.bounds.size - 1, 3))
@@ -211,11 +306,10 @@ class ArrayBatchOperator(BatchOperator):
         self.inv_out = inv_out
         self.dangling_idx = dangling_idx
 
-    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
-        coo = sp.coo_array(pers)
+    def upload_pers(self, pers: SeedColumns) -> tuple[Any, Any, Any]:
         xp = self.xp
-        return (xp.asarray(coo.row.astype(np.int64)), xp.asarray(coo.col.astype(np.int64)),
-                xp.asarray(coo.data))
+        return (xp.asarray(pers.indices), xp.asarray(pers.column_entries()),
+                xp.asarray(pers.data))
 
     def step(self, block: Batch, criterion: str) -> np.ndarray:
         xp, a = self.xp, self.alpha
@@ -259,6 +353,8 @@ def cpu_batch_operator(graph: Graph, dtype: str, alpha: float,
         return CPUBatchOperator(graph, dtype, alpha, shared_d)
     vals = graph.transition_values()
     data = (np.ones(graph.num_edges) if vals is None else vals).astype(dtype)
+    import scipy.sparse as sp
+
     matrix = sp.csr_array((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
     return ArrayBatchOperator(graph, np, dtype, alpha, shared_d, matrix,
                               graph.gather_scale(), np.flatnonzero(graph.dangling_mask), "C")

@@ -104,7 +104,7 @@ def fixed_constants(op: Any) -> dict[str, Any]:
     n = op.n
     alpha_q = min(round(float(np.ldexp(op.alpha, 64))), FRAC_MAX)
     one_minus_alpha_q = (1 << 64) - alpha_q  # alpha + (1 - alpha) == 1 exactly
-    dangling = op.to_host(g.dangling_mask)
+    dangling = op.to_host(g.out_weight) == 0  # (Graph.dangling_mask, on the host)
     tv = g.transition_values()
     if tv is None:
         out_degree = np.rint(op.to_host(g.out_weight)).astype(np.uint64)
@@ -154,14 +154,16 @@ class FixedPointSteps:
         """``x0`` (summing to 1) in Q1.63: every entry at most 1.0 = 2**63."""
         from webrank.kernels.cpu_fixed import ONE_Q63
 
-        xp = self.op.xp
-        return xp.minimum(to_q63(x0, xp), xp.uint64(ONE_Q63))
+        # on the host: an O(n) conversion, where CuPy's would compile kernels
+        host = np.minimum(to_q63(self.op.to_host(x0)), np.uint64(ONE_Q63))
+        return self.op.xp.asarray(host)
 
     def decode(self, x_q: Any) -> tuple[Any, bool]:
         """``(x, normalized)``: the Q1.63 vector divided by its exact integer total (the
         same roundings on every device, where a float sum's order, and so its last bit,
         would depend on the device); ``normalized`` is False for an all-zero vector."""
+        x_q = self.op.to_host(x_q)  # (on the host, as encode)
         total_q = int(x_q.sum(dtype=np.uint64))
         if not total_q:
-            return from_q63(x_q, self.op.xp), False
-        return x_q.astype(np.float64) / float(total_q), True
+            return self.op.asarray(from_q63(x_q)), False
+        return self.op.asarray(x_q.astype(np.float64) / float(total_q)), True

@@ -157,6 +157,44 @@ class OnGPU:
         total = gpu_arrays.vector_sums(x)[0]
         return gpu_arrays.divide(x, total) if total > 0 else x
 
+    # the solvers' vector algebra (Operator's) by cuBLAS and prebuilt kernels
+    def copy(self, x: Any) -> Any:
+        return gpu_arrays.copy_vector(x)
+
+    def axpy(self, a: float, x: Any, y: Any) -> Any:
+        return gpu_arrays.axpy(a, x, y)
+
+    def scale(self, a: float, x: Any) -> Any:
+        return gpu_arrays.scale(a, x)
+
+    def dot(self, x: Any, y: Any) -> float:
+        return gpu_arrays.dot(x, y)
+
+    def total(self, x: Any) -> float:
+        return gpu_arrays.vector_sums(x)[0]
+
+    def norm(self, x: Any, criterion: str) -> float:
+        return gpu_arrays.norm(x, criterion)
+
+    def clipped(self, x: Any) -> Any:
+        return gpu_arrays.clip_negative(x)
+
+    def aitken(self, x2: Any, x1: Any, x0: Any) -> Any:
+        return gpu_arrays.aitken(x2, x1, x0)
+
+    def project(self, basis: Any, w: Any) -> np.ndarray:
+        return gpu_arrays.gemv(basis, w, transpose=False).get()
+
+    def add_combination(self, basis: Any, c: np.ndarray, y: Any, a: float = 1.0) -> Any:
+        return gpu_arrays.gemv(basis, self.asarray(c), transpose=True, a=a, y=y)
+
+    def combine_rows(self, q: np.ndarray, basis: Any) -> Any:
+        out = self.xp.empty((q.shape[0], basis.shape[1]), dtype=np.float64)
+        for i, row in enumerate(np.asarray(q, dtype=np.float64)):  # (few rows)
+            gpu_arrays.gemv(basis, self.asarray(row), transpose=True, a=1.0, y=out[i],
+                            b=0.0)
+        return out
+
 
 class GPUOperator(OnGPU, PageRankOperator):
     """The Google matrix on an NVIDIA GPU (see :class:`~webrank.backends.base.PageRankOperator`):
@@ -333,30 +371,39 @@ class GPUOperator(OnGPU, PageRankOperator):
         return self._d
 
     def dangling_mass(self, x: Any) -> float:
-        return float(x[self._g["dangling"]].sum())
+        return gpu_arrays.vector_sums(x, self._g["dangling"])[2]
+
+    def _host_indptr(self) -> np.ndarray:
+        """The row pointers on the host (kept: the adaptive steps split rows by them)."""
+        if not hasattr(self, "_indptr_host"):
+            self._indptr_host = host_array(self.graph.indptr)
+        return self._indptr_host
+
+    def _host_dangling(self) -> np.ndarray:
+        """The dangling mask on the host (kept)."""
+        if not hasattr(self, "_dangling_host"):
+            self._dangling_host = self.to_host(self._g["dangling"])
+        return self._dangling_host
 
     def _start_history(self, x: Any, row: Any) -> None:
         """Row 0 of a step history: ``(inf, dangling mass, mass, L1 norm)`` of ``x``,
         written on the device (no host synchronisation)."""
         gpu_arrays.write_history_start(x, self._g["dangling"], row)
 
-    def _pt(self):
-        import cupyx.scipy.sparse as csp
-
-        if not hasattr(self, "_pt_matrix"):
-            g = self.graph
-            data = self._vals.astype(np.float64) if self._weighted else self.xp.ones(
-                g.num_edges, dtype=np.float64)
-            self._pt_matrix = csp.csr_matrix(
-                (data, self._g["indices"].astype(np.int32), self._g["indptr"].astype(np.int32)),
-                shape=(g.n, g.n),
-            )
-        return self._pt_matrix
-
     def propagate(self, x: Any) -> Any:
-        if self._weighted:
-            return self._pt() @ x
-        return self._pt() @ (x * self._inv_out)
+        return gpu_arrays.google_product(
+            self._g["indptr"], self._g["indices"], self._vals if self._weighted else None,
+            x, self._inv_out, 1.0, 0.0, self._v, 0.0, self._v)
+
+    def matvec(self, x: Any) -> Any:
+        """``G x`` by one kernel (the product and both rank-one terms); the sums it needs
+        by one more."""
+        self.matvecs += 1
+        mass, _, dm = gpu_arrays.vector_sums(x, self._g["dangling"])
+        return gpu_arrays.google_product(
+            self._g["indptr"], self._g["indices"], self._vals if self._weighted else None,
+            x, self._inv_out, self.alpha, self.alpha * dm, self._d,
+            (1.0 - self.alpha) * mass, self._v)
 
     # -- the fused hot loop -----------------------------------------------------------
     def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
@@ -472,20 +519,22 @@ class GPUOperator(OnGPU, PageRankOperator):
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        # the rows split by in-degree on the host (CuPy's masks would compile kernels)
+        rows = np.asarray(self.to_host(rows), dtype=np.int64)
+        indptr = self._host_indptr()
+        heavy = (indptr[rows + 1] - indptr[rows]) > self.heavy_threshold
+        heavy_rows, light_rows = cp.asarray(rows[heavy]), cp.asarray(rows[~heavy])
+        n_heavy, n_light = int(heavy_rows.size), int(light_rows.size)
         with self._stream:
             # both buffers hold x, so the rows not in `rows` keep their value in either
-            x_cur = cp.array(x, dtype=np.float64)
-            x_new = x_cur.copy()
-            xs_cur = x_cur * self._inv_out
-            xs_new = xs_cur.copy()
-            rows = cp.asarray(rows, dtype=np.int64)
-            heavy = (g["indptr"][rows + 1] - g["indptr"][rows]) > self.heavy_threshold
-            heavy_rows, light_rows = rows[heavy], rows[~heavy]
-            n_heavy, n_light = int(heavy_rows.size), int(light_rows.size)
+            x_cur = gpu_arrays.copy_vector(x)
+            x_new = gpu_arrays.copy_vector(x_cur)
+            xs_cur = gpu_arrays.gather_vector(x_cur, self._inv_out, np.float64)
+            xs_new = gpu_arrays.copy_vector(xs_cur)
             # row s: (residual, dangling mass of x_{s-1}, change of it in step s)
-            acc = cp.zeros((steps + 1, 3), dtype=np.float64)
-            acc[0, 0] = np.inf
-            acc[0, 1] = x_cur[g["dangling"]].sum()
+            first = np.zeros((steps + 1, 3))
+            first[0, :2] = np.inf, gpu_arrays.vector_sums(x_cur, g["dangling"])[2]
+            acc = cp.asarray(first)
             light_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, self._group)
             block_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, None)
             light_grid = int(min(max(1, -(-n_light // (BLOCK // self._group))), sms * 16))
@@ -507,7 +556,7 @@ class GPUOperator(OnGPU, PageRankOperator):
                                  block_args.pack(**step))
                 if n_light:
                     light_kernel((light_grid,), (BLOCK,), light_args.pack(**step))
-            res = cp.asnumpy(acc[1:, 0])  # the one sync of the call
+            res = acc[1:].get()[:, 0]  # the one sync of the call (rows: a column needs a kernel)
         below = np.flatnonzero(res < tol_cmp)
         done = int(below[0]) + 1 if below.size else steps
         residuals = np.sqrt(res[:done]) if crit == 1 else res[:done]
@@ -543,8 +592,14 @@ class GPUOperator(OnGPU, PageRankOperator):
         vals = matrix.edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
         dist_k = matrix.dist if int(matrix.dist.size) else cp.zeros(1, dtype=np.uint64)
         mask = calm if patience > 0 else cp.zeros(1, dtype=np.uint8)
+        # the first history entries on the host: residual inf, the exact dangling mass
+        x_host = self.to_host(x).astype(np.uint64, copy=False)
+        res_first = np.zeros(max_steps + 1)
+        res_first[0] = np.inf
+        dm_first = np.zeros(max_steps + 1, dtype=np.uint64)
+        dm_first[0] = x_host[self._host_dangling()].sum(dtype=np.uint64)
         with self._stream:
-            x_cur = cp.array(x, dtype=np.uint64)
+            x_cur = cp.asarray(x_host)
             x_new = cp.empty_like(x_cur)
             xs_cur = cp.empty_like(x_cur)
             xs_new = cp.empty_like(x_cur)
@@ -557,10 +612,8 @@ class GPUOperator(OnGPU, PageRankOperator):
                                                      matrix.product)
                 heavy_grid = int(min(-(-nseg // (BLOCK // 32)), sms * 16))
             # entry s: residual (ulps) of step s and the dangling mass of x_s (Q1.63)
-            res_hist = cp.zeros(max_steps + 1, dtype=np.float64)
-            res_hist[0] = np.inf
-            dm_hist = cp.zeros(max_steps + 1, dtype=np.uint64)
-            dm_hist[0] = x_cur[g["dangling"]].sum()
+            res_hist = cp.asarray(res_first)
+            dm_hist = cp.asarray(dm_first)
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
             # the Google matrix and the run's constants, bound once
             heavy_args = cuda_fixed.HEAVY.bind(

@@ -28,10 +28,13 @@ from typing import Any
 import numpy as np
 
 from webrank.kernels import cuda_arrays as ka
+from webrank.kernels import cuda_vectors as kv
 
-__all__ = ["copy_vector", "divide", "full", "gather_vector", "heavy_rows", "node_scale",
-           "out_degree_order", "searchsorted", "transition_values", "vector_sums",
-           "write_history_start"]
+__all__ = ["aitken", "axpy", "clip_negative", "copy_vector", "divide", "dot",
+           "full", "gather_vector", "gemv", "google_product", "heavy_rows", "node_scale", "norm",
+           "out_degree_order", "pinned_empty", "scale", "scale_rows", "scatter_add", "searchsorted",
+           "take_columns",
+           "transition_values", "vector_sums", "write_history_start"]
 
 #: most blocks of a grid-strided launch
 MAX_GRID = 1 << 16
@@ -41,8 +44,8 @@ def _grid(n: int) -> int:
     return int(max(1, min(-(-int(n) // ka.BLOCK), MAX_GRID)))
 
 
-def _launch(name: str, n: int, args: tuple) -> None:
-    ka.get_kernel(name)((_grid(n),), (ka.BLOCK,), args)
+def _launch(name: str, n: int, args: tuple, family: Any = ka) -> None:
+    family.get_kernel(name)((_grid(n),), (family.BLOCK,), args)
 
 
 def full(n: int, value: float, dtype: Any = np.float64) -> Any:
@@ -54,6 +57,16 @@ def full(n: int, value: float, dtype: Any = np.float64) -> Any:
     if n:
         _launch(ka.fill_name(dtype.name), n, ka.FILL_VALUE.pack(n=n, value=value, out=out))
     return out
+
+
+def pinned_empty(n: int, dtype: Any) -> np.ndarray:
+    """A NumPy array of ``n`` entries in page-locked host memory (``cupyx.empty_pinned``
+    without importing ``cupyx``, whose import pulls in SciPy: half a second)."""
+    import cupy as cp
+
+    dtype = np.dtype(dtype)
+    memory = cp.cuda.alloc_pinned_memory(max(int(n), 1) * dtype.itemsize)
+    return np.ndarray((int(n),), dtype=dtype, buffer=memory)
 
 
 def copy_vector(x: Any) -> Any:
@@ -226,3 +239,148 @@ def transition_values(indices: Any, weights: Any, out_weight: Any, dtype: Any) -
                 ka.TRANSITION_VALUES.pack(m=m, indices=indices, weights=weights,
                                           out_weight=out_weight, vals=vals))
     return vals
+
+
+# -- the solvers' vector algebra: cuBLAS (precompiled) and kernels of cuda_vectors ------
+
+def _contiguous(*arrays: Any) -> None:
+    for a in arrays:  # cuBLAS is called with unit strides
+        if not a.flags.c_contiguous:
+            raise ValueError("a contiguous device vector is needed")
+
+
+def axpy(a: float, x: Any, y: Any) -> Any:
+    """``y += a x`` in place (cuBLAS, float64); returns ``y``."""
+    from cupy import cublas
+
+    _contiguous(x, y)
+    if y.size:
+        cublas.axpy(float(a), x, y)
+    return y
+
+
+def scale(a: float, x: Any) -> Any:
+    """``x *= a`` in place (cuBLAS); returns ``x``."""
+    from cupy import cublas
+
+    _contiguous(x)
+    if x.size:
+        cublas.scal(float(a), x)
+    return x
+
+
+def dot(x: Any, y: Any) -> float:
+    """``x . y`` (cuBLAS, into host memory)."""
+    from cupy import cublas
+
+    _contiguous(x, y)
+    if not x.size:
+        return 0.0
+    return float(cublas.dot(x, y, out=np.empty((), dtype=x.dtype)))
+
+
+def norm(x: Any, criterion: str) -> float:
+    """``||x||`` under ``criterion`` (cuBLAS ``asum``, ``nrm2`` or ``iamax``)."""
+    from cupy import cublas
+
+    _contiguous(x)
+    if not x.size:
+        return 0.0
+    if criterion == "l1":
+        return float(cublas.asum(x, out=np.empty((), dtype=x.dtype)))
+    if criterion == "l2":
+        return float(cublas.nrm2(x, out=np.empty((), dtype=x.dtype)))
+    at = int(cublas.iamax(x, out=np.empty((), dtype=np.int32)))  # 1-based
+    return abs(float(x[at - 1].get()))
+
+
+def gemv(a_rows: Any, x: Any, *, transpose: bool, a: float = 1.0, y: Any = None,
+         b: float = 1.0) -> Any:
+    """``y = a A x + b y`` (``transpose``: ``A^T``) for a C-contiguous float64 matrix ``A``
+    (cuBLAS); without ``y``, a new vector ``A x`` (or ``A^T x``)."""
+    import cupy as cp
+    from cupy import cublas
+
+    _contiguous(a_rows, x)
+    if y is None:
+        y = cp.zeros(a_rows.shape[1] if transpose else a_rows.shape[0], dtype=np.float64)
+    _contiguous(y)
+    if a_rows.size:
+        cublas.gemv("T" if transpose else "N", float(a), a_rows, x, float(b), y)
+    elif b != 1.0:
+        scale(b, y)
+    return y
+
+
+def clip_negative(x: Any) -> Any:
+    """``max(x, 0)`` (a new float64 vector)."""
+    import cupy as cp
+
+    out = cp.empty_like(x)
+    if x.size:
+        _launch("wr_clip_negative", x.size, kv.CLIP_NEGATIVE.pack(n=x.size, x=x, out=out),
+                kv)
+    return out
+
+
+def aitken(x2: Any, x1: Any, x0: Any) -> Any:
+    """The guarded Aitken extrapolation per node (a new float64 vector,
+    :meth:`webrank.backends.base.Operator.aitken`)."""
+    import cupy as cp
+
+    out = cp.empty_like(x0)
+    if x0.size:
+        _launch("wr_aitken", x0.size, kv.AITKEN.pack(n=x0.size, x2=x2, x1=x1, x0=x0, out=out),
+                kv)
+    return out
+
+
+def google_product(indptr: Any, indices: Any, vals: Any, x: Any, inv_out: Any,
+                   alpha: float, cd: float, d: Any, cv: float, v: Any) -> Any:
+    """``alpha P^T (x / out) + cd d + cv v`` (``vals`` the links' transition values of a
+    weighted graph, None for counts), a new float64 vector; one warp per row."""
+    import cupy as cp
+
+    n = int(indptr.size) - 1
+    y = cp.empty(n, dtype=np.float64)
+    if n:
+        name = kv.google_product_name(indptr.dtype.name, indices.dtype.name,
+                                      None if vals is None else vals.dtype.name)
+        kv.get_kernel(name)((_grid(-(-n * 32 // kv.BLOCK) * kv.BLOCK),), (kv.BLOCK,),
+                            kv.GOOGLE_PRODUCT.pack(
+            n=n, indptr=indptr, indices=indices, vals=x if vals is None else vals, x=x,
+            inv_out=inv_out, alpha=alpha, cd=cd, d=d, cv=cv, v=v, y=y))
+    return y
+
+
+def scatter_add(rows: Any, values: Any, out: Any) -> None:
+    """``out[rows] += values`` (int64 ``rows``, all distinct; float64)."""
+    n = int(rows.size)
+    if n:
+        _launch("wr_scatter_add", n, kv.SCATTER_ADD.pack(n=n, rows=rows, values=values,
+                                                         out=out), kv)
+
+
+def scale_rows(x: Any, factor: Any, dtype: Any) -> Any:
+    """``x * factor[:, None]`` of a row-major n×b float64 block, in ``dtype``."""
+    import cupy as cp
+
+    out = cp.empty(x.shape, dtype=dtype)
+    n, b = x.shape
+    if x.size:
+        _launch(kv.scale_rows_name(out.dtype.name), x.size, kv.SCALE_ROWS.pack(
+            n=n, b=b, x=x, scale=factor, out=out), kv)
+    return out
+
+
+def take_columns(block: Any, keep: np.ndarray) -> Any:
+    """Columns ``keep`` of a row-major n×b block, as a new row-major block."""
+    import cupy as cp
+
+    n, b = block.shape
+    keep = np.asarray(keep, dtype=np.int64)
+    out = cp.empty((n, keep.size), dtype=block.dtype)
+    if out.size:
+        _launch(kv.take_columns_name(block.dtype.name), out.size, kv.TAKE_COLUMNS.pack(
+            n=n, b=b, nk=keep.size, keep=cp.asarray(keep), src=block, dst=out), kv)
+    return out

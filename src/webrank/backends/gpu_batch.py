@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from webrank.backends.batch import Batch, BatchOperator
+import webrank.backends.gpu_arrays as gpu_arrays
+from webrank.backends.batch import Batch, BatchOperator, SeedColumns
 from webrank.backends.gpu import OnGPU, host_array, on_device, upload_csr
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
@@ -37,7 +37,10 @@ class GPUBatchOperator(OnGPU, BatchOperator):
         self.csr, self.vals = csr, vals
         self.weighted = vals is not None
         self.inv_out = csr["inv_out"]
-        self.dangling_idx = cp.flatnonzero(csr["dangling"])
+        dangling = self.to_host(csr["dangling"])
+        self.dangling_idx = cp.asarray(np.flatnonzero(dangling))
+        self._dangling_f = cp.asarray(dangling.astype(np.float64))  # for the column sums
+        self._ones = None
         self._cuda = cuda_ppr
         indptr = host_array(graph.indptr).astype(np.int64)
         self._ip = graph.indptr.dtype
@@ -64,9 +67,36 @@ class GPUBatchOperator(OnGPU, BatchOperator):
             raise DeviceMemoryError(per_column, max(budget, 0), "one personalized column")
         return int(max(1, min(cap, budget // per_column)))
 
-    def upload_pers(self, pers: sp.csc_array) -> tuple[Any, Any, Any]:
-        m = sp.csr_array(pers)  # rows = nodes: a row's warp adds its own entries
-        m.sort_indices()
+    # the block algebra of BatchOperator by prebuilt kernels and cuBLAS (row-major blocks)
+    def start(self, pers: SeedColumns) -> Batch:
+        n, b = self.n, pers.shape[1]
+        x = gpu_arrays.full(n * b, 1.0 / n).reshape(n, b)
+        dm = float(len(self.dangling_idx)) / n
+        return Batch(x=x, g=self.gathered(x), pers=pers, vdev=self.upload_pers(pers),
+                     dmass=np.full(b, dm), mass=np.ones(b))
+
+    def gathered(self, x: Any, out: Any = None) -> Any:
+        g = gpu_arrays.scale_rows(x, self.inv_out, self.dtype)
+        if out is None:
+            return g
+        self.xp.copyto(out, g)
+        return out
+
+    def column_sums(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        if self._ones is None:
+            self._ones = gpu_arrays.full(self.n, 1.0)
+        return self.to_host(x.T @ self._ones), self.to_host(x.T @ self._dangling_f)
+
+    def columns(self, x: Any, keep: np.ndarray) -> Any:
+        return gpu_arrays.take_columns(x, keep)
+
+    def difference(self, a: Any, b: Any) -> Any:
+        out = gpu_arrays.copy_vector(a.reshape(-1)).reshape(a.shape)
+        gpu_arrays.axpy(-1.0, b.reshape(-1), out.reshape(-1))
+        return out
+
+    def upload_pers(self, pers: SeedColumns) -> tuple[Any, Any, Any]:
+        m = pers.by_row()  # rows = nodes: a row's warp adds its own entries
         cp = self.xp
         return (cp.asarray(m.indptr.astype(self._ip)), cp.asarray(m.indices.astype(np.int32)),
                 cp.asarray(m.data.astype(np.float64)))

@@ -67,7 +67,6 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         # CUDA graph (its copies and kernels are queued per chunk)
         del graph_steps, use_graph
         import cupy as cp
-        import cupyx
 
         if graph.on_gpu:
             raise ValueError("engine='stream' streams a graph from host memory: pass "
@@ -105,14 +104,14 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         self.chunks = np.asarray(bounds, dtype=np.int64)
         t0 = time.perf_counter()
         # the CSR in pinned host memory: copies from it run without staging
-        self._h_indices = cupyx.empty_pinned(m, dtype=graph.indices.dtype)
+        self._h_indices = gpu_arrays.pinned_empty(m, dtype=graph.indices.dtype)
         self._h_indices[...] = graph.indices
         self._h_vals = None
         if self._weighted:
-            self._h_vals = cupyx.empty_pinned(m, dtype=self.dtype)
+            self._h_vals = gpu_arrays.pinned_empty(m, dtype=self.dtype)
             self._h_vals[...] = tv
         rows_max = int(np.diff(self.chunks).max())
-        self._h_indptr = cupyx.empty_pinned(n + self.chunks.size, dtype=np.int32)
+        self._h_indptr = gpu_arrays.pinned_empty(n + self.chunks.size, dtype=np.int32)
         self._ptr_at = np.zeros(self.chunks.size, dtype=np.int64)
         light = deg[deg <= HEAVY_THRESHOLD]
         group = kernels.pick_group((float(light.mean()) if light.size else 1.0) / 16)

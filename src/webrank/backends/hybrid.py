@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.gpu import GPUOperator
 from webrank.graph import Graph
 from webrank.kernels import cpu as cpu_kernels
@@ -52,7 +53,6 @@ class HybridOperator(GPUOperator):
                  dangling: np.ndarray | None, dtype: str, *,
                  gpu_links: int = DEFAULT_GPU_LINKS, **options: Any) -> None:
         import cupy as cp
-        import cupyx
 
         if isinstance(gpu_links, bool) or not isinstance(gpu_links, int | np.integer) \
                 or gpu_links < 1:
@@ -75,8 +75,8 @@ class HybridOperator(GPUOperator):
         tv = host.transition_values()
         self._vals_host = np.zeros(0, dtype=self.dtype) if tv is None else tv.astype(self.dtype)
         self._tail_rows = cp.asarray(rows)
-        self._xs_host = cupyx.empty_pinned(self.n, dtype=self.dtype)
-        self._tail_host = cupyx.empty_pinned(rows.size, dtype=np.float64)
+        self._xs_host = gpu_arrays.pinned_empty(self.n, dtype=self.dtype)
+        self._tail_host = gpu_arrays.pinned_empty(rows.size, dtype=np.float64)
         self._tail_dev = cp.empty(rows.size, dtype=np.float64)
         total = int(deg.sum())
         self.stats: dict[str, Any] = {
@@ -104,7 +104,7 @@ class HybridOperator(GPUOperator):
                                    self._vals_host, self._xs_host, self._tail_host)
         t2 = time.perf_counter()
         self._tail_dev.set(self._tail_host, stream=self._stream)
-        self._heavy_sum[self._tail_rows] += self._tail_dev  # rows are distinct
+        gpu_arrays.scatter_add(self._tail_rows, self._tail_dev, self._heavy_sum)
         self._launch_fused(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                            chunk_len, max_steps)
         self.stats["wait_seconds"] += t1 - t0

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult, first_below
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
@@ -97,19 +98,25 @@ class _DevicePart:
         self.part, self.device, self.stream = part, int(device), stream
         self.r0, self.r1 = part.row_begin, part.row_end
         with cp.cuda.Device(self.device):
-            # a part built on its GPU (webrank.distributed.generate) is used in place
-            indptr = cp.asarray(part.indptr)
+            # a part built on its GPU (webrank.distributed.generate) is used in place; a
+            # part read on the host is converted there and copied up (CuPy's casts and
+            # comparisons would compile kernels on a fresh node's first run)
+            host = isinstance(part.indptr, np.ndarray)
+            indptr = part.indptr
             if indptr.dtype != np.int32 and int(indptr[-1]) < 2**31:
                 indptr = indptr.astype(np.int32)
-            self.indptr = indptr
+            self.indptr = indptr = cp.asarray(indptr)
             self.indices = cp.asarray(part.indices)
             self.weighted = part.weights is not None
-            self.vals = (cp.asarray(part.weights).astype(dtype) if self.weighted
-                         else cp.zeros(1, dtype=dtype))
-            ow = cp.asarray(part.out_weight, dtype=np.float64)
-            self.inv_out = gather_scale(ow, weighted=False)  # (values: raw weights)
-            self.dangling_f = (ow == 0).astype(np.float64)
-            del ow
+            self.vals = (cp.asarray(part.weights.astype(dtype, copy=False))
+                         if self.weighted else cp.zeros(1, dtype=dtype))
+            if host:
+                ow = np.asarray(part.out_weight, dtype=np.float64)
+                self.inv_out = cp.asarray(gather_scale(ow, weighted=False))  # raw weights
+                self.dangling = cp.asarray(ow == 0)
+            else:
+                self.inv_out, self.dangling = gpu_arrays.node_scale(
+                    cp.asarray(part.out_weight, dtype=np.float64), False)
             heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device
             self.nseg = int(heavy["seg_row"].size)
             self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
@@ -391,22 +398,21 @@ class PartitionedOperator(PageRankOperator):
         state = []
         for h in homes:
             with cp.cuda.Device(h.device), h.stream:
-                xa = cp.asarray(x[h.r0:h.r1])
+                xa = cp.asarray(np.ascontiguousarray(x[h.r0:h.r1], dtype=np.float64))
                 xs = [cp.zeros(n, dtype=self.dtype), cp.zeros(n, dtype=self.dtype)]
-                xs[0][h.r0:h.r1] = (xa * h.inv_out).astype(self.dtype)
-                hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
-                hist[0, 1] = cp.dot(xa, h.dangling_f)
-                hist[0, 2] = xa.sum()
-                hist[0, 3] = cp.abs(xa).sum()
+                cp.copyto(xs[0][h.r0:h.r1], gpu_arrays.gather_vector(xa, h.inv_out,
+                                                                      self.dtype))
+                # row 0: (inf, dangling mass, mass, L1 norm) of this part's rows
+                first = np.zeros((max_steps + 1, ACC_WIDTH))
+                mass, l1, dm = gpu_arrays.vector_sums(xa, h.dangling)
+                first[0, :4] = np.inf, dm, mass, l1
+                hist = cp.asarray(first)
                 v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
                 d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
                 h.bind(n=n, v=v, d=d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
                        alpha=self.alpha, crit=crit, tol_cmp=tol_cmp)
                 state.append({"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist})
         comm.allreduce([s["hist"][0, 1:] for s in state], "sum")
-        for h, s in zip(homes, state, strict=True):
-            with cp.cuda.Device(h.device), h.stream:
-                s["hist"][0, 0] = np.inf
         comm.allgatherv([s["xs"][0] for s in state], self.bounds)
         first, stop, done = 1, None, 0
         gather_s = 0.0
@@ -432,12 +438,13 @@ class PartitionedOperator(PageRankOperator):
             comm.wait("the partitioned steps")  # raises naming silent ranks on a timeout
             gather_s += time.perf_counter() - t
             with cp.cuda.Device(homes[0].device):
-                res = cp.asnumpy(state[0]["hist"][first:last + 1, 0])
+                # rows, then the column on the host (a strided column needs a kernel)
+                res = state[0]["hist"][first:last + 1].get()[:, 0]
             stop = first_below(res, first, tol_cmp, crit, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
         with cp.cuda.Device(homes[0].device):
-            residuals = cp.asnumpy(state[0]["hist"][1:steps + 1, 0])
+            residuals = state[0]["hist"][1:steps + 1].get()[:, 0]
         if crit == 1:
             residuals = np.sqrt(residuals)
         full = np.zeros(n)

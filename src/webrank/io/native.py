@@ -349,6 +349,19 @@ def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> A
     would rank another graph than its CSR, and certify it; within that rounding both are
     the same graph's, and the stored ones keep the load's bits those of the build."""
     xp = array_module(indices)
+    if xp is not np:  # on the device: by prebuilt kernels (CuPy's would compile)
+        from webrank.build_gpu import out_weight_mismatch, out_weight_sums
+
+        sums, links = out_weight_sums(indices, weights, stored.size)
+        inf, k = out_weight_mismatch(stored, sums, links)
+        if inf is not None:
+            raise bad(f"the weights of node {inf}'s links add up beyond the float64 range "
+                      "(re-create the cache from the source file)")
+        if k is not None:
+            what = "weights add" if weights is not None else "count comes to"
+            raise bad(f"out_weight of node {k} is {float(stored[k])!r}, but its links' "
+                      f"{what} {float(sums[k])!r}")
+        return stored
     sums = _out_weights(indices, weights, stored.size)
     if weights is None:
         off = stored != sums
@@ -368,6 +381,15 @@ def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> A
     return stored
 
 
+def _first_bad_weight(weights: Any) -> int | None:
+    """:func:`webrank.graph.first_bad_weight`, on the device by a prebuilt kernel."""
+    if array_module(weights) is np:
+        return first_bad_weight(weights)
+    from webrank.build_gpu import first_bad_weight_on_device
+
+    return first_bad_weight_on_device(weights)
+
+
 def _build(data: dict[str, Any], name: str) -> Graph:
     """Graph from the stored arrays (NumPy, or CuPy for the CSR and weights), after
     O(n + m) consistency checks."""
@@ -383,12 +405,23 @@ def _build(data: dict[str, Any], name: str) -> Graph:
         raise bad("indptr is not a 1-D integer array")
     n = indptr.size - 1
     m = int(indptr[-1])
-    if indices.ndim != 1 or indices.dtype.kind != "i" or indices.size != m or indptr[0] != 0:
+    if (indices.ndim != 1 or indices.dtype.kind != "i" or indices.size != m
+            or int(indptr[0]) != 0):
         raise bad("indptr and indices disagree")
     xp = array_module(indices)
-    if n and bool(xp.any(indptr[1:] < indptr[:-1])):
+    if xp is not np:  # on the device: one prebuilt kernel
+        from webrank.build_gpu import check_csr
+
+        row, link = check_csr(indptr, indices)
+        if row is not None:
+            raise bad("indptr is not non-decreasing")
+        if link is not None:
+            v = int(indices[link])
+            raise bad(f"indices out of range: link {link} has source node {v}, outside "
+                      f"0..{n - 1}")
+    elif n and bool(np.any(indptr[1:] < indptr[:-1])):
         raise bad("indptr is not non-decreasing")
-    if m:
+    elif m:
         lo, hi = int(indices.min()), int(indices.max())
         if lo < 0 or hi >= n:
             v = lo if lo < 0 else hi
@@ -400,7 +433,9 @@ def _build(data: dict[str, Any], name: str) -> Graph:
     weights = data.get("weights")
     if weights is not None and (weights.shape != (m,) or weights.dtype.kind != "f"):
         raise bad("weights is not a float array of one entry per link")
-    if weights is not None and (k := first_bad_weight(weights)) is not None:
+    if weights is not None and weights.dtype != np.float64:
+        weights = weights.astype(np.float64)  # (webrank writes float64; the kernels read it)
+    if weights is not None and (k := _first_bad_weight(weights)) is not None:
         raise bad(f"link {k} has weight {float(weights[k])}")
     out_weight = _checked_out_weights(out_weight, indices, weights, bad)
     labels = data.get("labels")

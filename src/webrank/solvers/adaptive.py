@@ -12,7 +12,7 @@ and a branch per node. Here:
 
       l1: theta = freeze_factor * tol / n     l2: ... * tol / sqrt(n)     linf: ... * tol
 
-* **Compaction.** The rows still active are an index list (``xp.flatnonzero``),
+* **Compaction.** The rows still active are an index list (``np.flatnonzero``, host),
   rebuilt every ``compact_every`` steps; a step gathers the in-links of those rows only
   (CPU: a compiled loop over the list; GPU: lanes take rows from the list), so skipped
   work is not even visited. The dangling mass and the teleport term still come from the
@@ -103,9 +103,11 @@ def adaptive(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     if max_iter == 0:
         return SolverOutput(x=x0, iterations=0, matvecs=0, residuals=np.zeros(0),
                             converged=False, info=info)
-    in_degree = xp.diff(xp.asarray(op.graph.indptr)).astype(np.int64)
+    # the rows still active are chosen on the host (n bytes of `calm` read per
+    # compaction): CuPy's masks and scans would compile kernels on a first call
+    in_degree = np.diff(op.to_host(op.graph.indptr)).astype(np.int64)
     calm = xp.zeros(n, dtype=np.uint8)
-    rows = xp.arange(n, dtype=np.int64)
+    rows = np.arange(n, dtype=np.int64)
     active_edges = m
     x = x0
     residuals: list[np.ndarray] = []
@@ -126,7 +128,7 @@ def adaptive(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
             callback(done, float(out.residuals[-1]))
         if out.converged:
             break
-        rows = xp.flatnonzero(calm < patience)
+        rows = np.flatnonzero(op.to_host(calm) < patience)
         active_edges = int(in_degree[rows].sum())
     info["adaptive_steps"] = done
     info["frozen_at_end"] = int(n - rows.size)

@@ -104,7 +104,7 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         calm = xp.zeros(op.n, dtype=np.uint8)
         masked = in_epochs(fp.steps, x_q, max_steps=max_iter, callback=callback,
                            calm=calm, theta=theta, patience=int(patience), **steps)
-        info["frozen_at_end"] = int((calm >= patience).sum())
+        info["frozen_at_end"] = int((op.to_host(calm) >= patience).sum())
         k1 = len(masked.residuals)
         out = masked
         if masked.converged and k1 < max_iter:
@@ -124,8 +124,7 @@ def fixed(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     k = len(out.residuals)
     matvecs = k
     if verify:
-        y = op.matvec(x)
-        residual = float(xp.abs(y - x).sum())
+        residual = op.norm(op.axpy(-1.0, x, op.matvec(x)), "l1")
         matvecs += 1
         info["float64_residual"] = residual
         info["error_bound_l1"] = residual / (1.0 - op.alpha)

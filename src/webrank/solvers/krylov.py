@@ -70,47 +70,21 @@ DEFAULT_RESTART = 50
 _REORTH = 0.7
 
 
-def criterion_norm(xp: Any, r: Any, criterion: str) -> float:
-    """``||r||`` under ``criterion`` ("l1", "l2" or "linf"), as a host float."""
-    if criterion == "l1":
-        return float(xp.abs(r).sum())
-    if criterion == "l2":
-        return float(xp.sqrt(r @ r))
-    return float(xp.abs(r).max())
-
-
-def clip_negative(op: Any, x: Any) -> Any:
-    """``x`` with negative entries set to 0 (a new array).
-
-    The exact PageRank vector is positive; an approximate one may carry rounding-level
-    negatives, which a probability vector must not. Clipping happens *before* the
-    confirming product, so the returned vector is the one whose residual is reported.
-    """
-    return op.xp.maximum(x, 0.0)
-
-
 def step_residual(op: Any, x: Any) -> Any:
     """``alpha M x + (1 - alpha) v - x = b - A x``: what one power step from ``x`` would
     change (one counted product; ``G x`` adds ``(1 - alpha)(1.x) v``, not ``(1 - alpha) v``)."""
-    r = op.matvec(x)
-    r -= x
-    r -= ((1.0 - op.alpha) * (float(x.sum()) - 1.0)) * op.teleport()
-    return r
+    r = op.axpy(-1.0, x, op.matvec(x))
+    return op.axpy(-(1.0 - op.alpha) * (op.total(x) - 1.0), op.teleport(), r)
 
 
 def _link_product(op: Any, w: Any) -> Any:
     """``K w = alpha M w = G w - (1 - alpha)(1.w) v``, so that ``A = I - K``."""
-    y = op.matvec(w)
-    y -= ((1.0 - op.alpha) * float(w.sum())) * op.teleport()
-    return y
+    return op.axpy(-(1.0 - op.alpha) * op.total(w), op.teleport(), op.matvec(w))
 
 
 def _system_product(op: Any, w: Any) -> Any:
     """``A w = w - alpha M w`` for any vector ``w`` (one Google-matrix product)."""
-    y = _link_product(op, w)
-    y *= -1.0
-    y += w
-    return y
+    return op.axpy(1.0, w, op.scale(-1.0, _link_product(op, w)))
 
 
 class RunRecord:
@@ -139,11 +113,16 @@ class RunRecord:
             self.callback(self.iterations, residual)
 
     def check(self, x: Any) -> tuple[Any, Any, float]:
-        """Clip ``x``, compute its step residual (one product): ``(x, r, ||r||)``."""
-        x = clip_negative(self.op, x)
+        """Clip ``x``, compute its step residual (one product): ``(x, r, ||r||)``.
+
+        The exact PageRank vector is positive; an approximate one may carry rounding-level
+        negatives, which a probability vector must not. Clipping happens *before* the
+        confirming product, so the returned vector is the one whose residual is reported.
+        """
+        x = self.op.clipped(x)
         r = step_residual(self.op, x)
         self.checks += 1
-        return x, r, criterion_norm(self.op.xp, r, self.criterion)
+        return x, r, self.op.norm(r, self.criterion)
 
     def finish(self, x: Any, confirmed: float, info: dict[str, Any]) -> SolverOutput:
         residuals = np.asarray(self.residuals, dtype=np.float64)
@@ -316,8 +295,9 @@ def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     while res >= tol and run.iterations < max_iter:
         cycles += 1
         if fresh:
-            beta = float(xp.sqrt(r @ r))
-            basis[0] = r / beta
+            beta = op.norm(r, "l2")
+            xp.copyto(basis[0], r)
+            op.scale(1.0 / beta, basis[0])
             hbar[:] = 0.0
             c[:] = 0.0
             c[0] = beta
@@ -328,20 +308,20 @@ def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         breakdown = False
         for j in range(kept, min(m, kept + max_iter - run.iterations)):
             w = _link_product(op, basis[j])
-            w_norm = float(xp.sqrt(w @ w))
+            w_norm = op.norm(w, "l2")
             v_j = basis[: j + 1]
-            h = v_j @ w
-            w -= v_j.T @ h
-            h_next = float(xp.sqrt(w @ w))
+            h = op.project(v_j, w)
+            op.add_combination(v_j, h, w, -1.0)
+            h_next = op.norm(w, "l2")
             if h_next < _REORTH * w_norm:  # cancellation: orthogonalise once more
                 reorthogonalisations += 1
-                h2 = v_j @ w
-                w -= v_j.T @ h2
+                h2 = op.project(v_j, w)
+                op.add_combination(v_j, h2, w, -1.0)
                 h += h2
-                h_next = float(xp.sqrt(w @ w))
+                h_next = op.norm(w, "l2")
             # column j of the matrix of A = I - K from that of K
             col = np.zeros(j + 2)
-            col[: j + 1] = -op.to_host(h)
+            col[: j + 1] = -h
             col[j] += 1.0
             col[j + 1] = -h_next
             hbar[: j + 2, j] = col
@@ -352,12 +332,13 @@ def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
             if breakdown:
                 breakdowns += 1
                 break
-            basis[j + 1] = w / h_next
+            xp.copyto(basis[j + 1], w)
+            op.scale(1.0 / h_next, basis[j + 1])
             if estimate < tol:
                 break
         k = lsq.cols
         y = lsq.solve()
-        x = x + basis[:k].T @ op.asarray(y)
+        x = op.add_combination(basis[:k], y, op.copy(x))
         full = k == m and not breakdown
         if estimate < tol or breakdown or not full or not deflate \
                 or run.iterations >= max_iter:
@@ -376,14 +357,14 @@ def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         deflations += 1
         kept = q.shape[1] - 1
         hbar_new = q.T @ hbar @ q[:m, :kept]
-        basis[: kept + 1] = op.asarray(q.T) @ basis
+        xp.copyto(basis[: kept + 1], op.combine_rows(q.T, basis))
         c[:] = 0.0
         c[: kept + 1] = q.T @ rho
         hbar[:] = 0.0
         hbar[: kept + 1, :kept] = hbar_new
         # recalibrate the estimate on the residual the basis carries (no product)
-        r_now = basis[: kept + 1].T @ op.asarray(c[: kept + 1])
-        ratio = criterion_norm(xp, r_now, criterion) / float(np.linalg.norm(c))
+        r_now = op.add_combination(basis[: kept + 1], c[: kept + 1], xp.zeros(op.n))
+        ratio = op.norm(r_now, criterion) / float(np.linalg.norm(c))
         fresh = False
     return run.finish(x, res, {"restart": m, "deflate": int(deflate), "cycles": cycles,
                                "deflations": deflations, "breakdowns": breakdowns,
@@ -421,33 +402,30 @@ def bicgstab(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
     while res >= tol and run.iterations < max_iter and progress:
         restarts += 1
         started_at = run.iterations
-        shadow = r.copy()  # r̂_0, fixed for this run
+        shadow = op.copy(r)  # r̂_0, fixed for this run
         rho = a = omega = 1.0
         p = xp.zeros_like(r)
         v = xp.zeros_like(r)
         estimate = res
         while run.iterations < max_iter:
-            rho_next = float(shadow @ r)
+            rho_next = op.dot(shadow, r)
             if rho_next == 0.0 or omega == 0.0:
                 break  # breakdown: restart from the true residual
             beta = (rho_next / rho) * (a / omega)
             rho = rho_next
-            p -= omega * v
-            p *= beta
-            p += r
+            op.axpy(1.0, r, op.scale(beta, op.axpy(-omega, v, p)))
             v = _system_product(op, p)
-            sv = float(shadow @ v)
+            sv = op.dot(shadow, v)
             if sv == 0.0:
                 break
             a = rho / sv
-            s = r - a * v
+            s = op.axpy(-a, v, op.copy(r))
             t = _system_product(op, s)
-            tt = float(t @ t)
-            omega = float(t @ s) / tt if tt > 0.0 else 0.0
-            x += a * p
-            x += omega * s
-            r = s - omega * t
-            estimate = criterion_norm(xp, r, criterion)
+            tt = op.dot(t, t)
+            omega = op.dot(t, s) / tt if tt > 0.0 else 0.0
+            op.axpy(omega, s, op.axpy(a, p, x))
+            r = op.axpy(-omega, t, op.copy(s))
+            estimate = op.norm(r, criterion)
             run.record(estimate)
             if estimate < tol or not np.isfinite(estimate):
                 break
