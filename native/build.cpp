@@ -467,6 +467,44 @@ void count_sources(const In& idx, const Out& hist, int threads) {
     });
 }
 
+// The transpose of a CSR over n rows and n columns (an in-link CSR's out-link CSR):
+// out_indptr (n + 1 entries) and out_cols (one per entry). A counting sort that visits
+// the rows in order, so the rows of each output row come out ascending. O(n + m).
+void transpose_csr(const In& indptr, const In& indices, const Out& out_indptr,
+                   const Out& out_cols) {
+    const int64_t n = static_cast<int64_t>(checked_size(indptr, "indptr")) - 1;
+    if (n < 0) bad_array("indptr", "must hold n + 1 entries");
+    if (static_cast<int64_t>(checked_size(out_indptr, "out_indptr")) != n + 1)
+        bad_array("out_indptr", "must hold n + 1 entries");
+    if (checked_size(out_cols, "out_cols") != checked_size(indices, "indices"))
+        bad_array("out_cols", "must hold one entry per entry of indices");
+    with_index(indptr, "indptr", [&](auto* ip) {
+        with_index(indices, "indices", [&](auto* ix) {
+            with_index(out_indptr, "out_indptr", [&](auto* op_c) {
+                with_index(out_cols, "out_cols", [&](auto* oc_c) {
+                    using P = elem_t<decltype(op_c)>;
+                    using C = elem_t<decltype(oc_c)>;
+                    P* op = const_cast<P*>(op_c);
+                    C* oc = const_cast<C*>(oc_c);
+                    nb::gil_scoped_release unlocked;
+                    std::fill(op, op + n + 1, P(0));
+                    const int64_t m = static_cast<int64_t>(ip[n]);
+                    for (int64_t k = 0; k < m; ++k) {
+                        const int64_t j = static_cast<int64_t>(ix[k]);
+                        if (j < 0 || j >= n) throw std::out_of_range("index out of range");
+                        ++op[j + 1];
+                    }
+                    for (int64_t j = 0; j < n; ++j) op[j + 1] += op[j];
+                    std::vector<int64_t> next(op, op + n);
+                    for (int64_t i = 0; i < n; ++i)
+                        for (int64_t k = ip[i]; k < static_cast<int64_t>(ip[i + 1]); ++k)
+                            oc[next[static_cast<int64_t>(ix[k])]++] = static_cast<C>(i);
+                });
+            });
+        });
+    });
+}
+
 }  // namespace
 
 void register_build(nb::module_& m) {
@@ -485,6 +523,8 @@ void register_build(nb::module_& m) {
     m.def("gather_rows", &gather_rows, "bucket_start"_a, "bucket_dest"_a, "bucket_kept"_a,
           "src"_a, "w"_a, "indices"_a, "weights"_a, "threads"_a = 0);
     m.def("count_sources", &count_sources, "idx"_a, "hist"_a, "threads"_a = 0);
+    m.def("transpose_csr", &transpose_csr, "indptr"_a, "indices"_a, "out_indptr"_a,
+          "out_cols"_a);
 }
 
 }  // namespace webrank

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import dataset
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import exact_pagerank
 
 import webrank
@@ -360,3 +362,23 @@ def test_update_of_a_graph_loaded_for_the_gpu(tmp_path):
     order = np.argsort(r2.labels.astype(int))
     ref_order = np.argsort(ref.labels.astype(int))
     assert np.abs(r2.scores[order] - ref.scores[ref_order]).sum() < 1e-9
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 40), data=st.data())
+def test_out_link_csr_is_the_transpose(n, data):
+    """The compiled counting sort (no SciPy on a first update) against SciPy's tocsc."""
+    import scipy.sparse as sp
+
+    from webrank.build import out_link_csr
+
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=120))
+    rows = np.array([p[0] for p in pairs], dtype=np.int64)
+    cols = np.array([p[1] for p in pairs], dtype=np.int64)
+    a = sp.csr_array((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
+    indptr, targets = out_link_csr(a.indptr, a.indices)
+    t = a.tocsc()
+    np.testing.assert_array_equal(indptr, t.indptr)
+    np.testing.assert_array_equal(targets, t.indices)

@@ -46,6 +46,7 @@ __all__ = [
     "fixed_node_set",
     "id_bounds",
     "joined",
+    "out_link_csr",
     "parallel_build_edges",
     "use_parallel_build",
 ]
@@ -421,3 +422,11 @@ def finite_weight_sums(src: Any, dst: Any, weight: Any) -> tuple[Any, Any, Any]:
     big = total >= _SUM_LIMIT * scale / 2
     w[big[node.ravel()]] *= scale
     return s, d, w
+
+
+def out_link_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The out-link CSR ``(indptr, targets)`` of an in-link CSR (host arrays): row j
+    lists the nodes j links to, ascending. A compiled counting sort, O(n + m)."""
+    from webrank.kernels import cpu_build
+
+    return cpu_build.transpose_csr(np.asarray(indptr), np.asarray(indices))

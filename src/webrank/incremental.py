@@ -123,6 +123,7 @@ from webrank.backends import (
     make_operator,
     resolve_device,
 )
+from webrank.build import out_link_csr
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, as_id_array, index_dtype
 from webrank.ranking import as_distribution, check_scalar_args
@@ -249,14 +250,7 @@ def _splice_csr(indptr: np.ndarray, cols: np.ndarray, data: np.ndarray | None, n
 def _out_csr(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
     """The out-link CSR ``(indptr, targets)`` of ``graph`` (targets sorted), cached."""
     def build() -> tuple[np.ndarray, np.ndarray]:
-        import scipy.sparse as sp  # (here: a GPU update needs no out-link CSR)
-
-        ones = np.ones(graph.num_edges, dtype=np.int8)
-        # CSR -> CSC of the in-link matrix is a C++ counting sort: O(n + m)
-        csc = sp.csr_array((ones, graph.indices, graph.indptr),
-                           shape=(graph.n, graph.n)).tocsc()
-        return (csc.indptr.astype(index_dtype(graph.num_edges), copy=False),
-                csc.indices.astype(index_dtype(graph.n), copy=False))
+        return out_link_csr(graph.indptr, graph.indices)  # a compiled counting sort
 
     return graph.cached(_OUT_CSR, build)
 

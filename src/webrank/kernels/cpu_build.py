@@ -122,3 +122,14 @@ def count_sources(idx: np.ndarray, hist: np.ndarray) -> np.ndarray:
     parallel."""
     lib.count_sources(idx, hist, num_threads())
     return sum_rows(hist, np.zeros(0, np.int64))
+
+
+def transpose_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The transpose of an n x n CSR (an in-link CSR's out-link CSR): ``(indptr,
+    columns)``, columns ascending within each row; int32 where they fit. O(n + m), one
+    thread (a counting sort)."""
+    n, m = indptr.size - 1, int(indptr[-1]) if indptr.size else 0
+    out_indptr = np.empty(n + 1, dtype=np.int32 if m < 2**31 else np.int64)
+    out_cols = np.empty(m, dtype=np.int32 if n < 2**31 else np.int64)
+    lib.transpose_csr(indptr, indices[:m], out_indptr, out_cols)
+    return out_indptr, out_cols
