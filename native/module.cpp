@@ -12,6 +12,7 @@ void register_solver_steps(nb::module_& m);
 void register_fixed(nb::module_& m);
 void register_frontier(nb::module_& m);
 void register_bvgraph(nb::module_& m);
+void register_metrics(nb::module_& m);
 }  // namespace webrank
 
 NB_MODULE(_cpu, m) {
@@ -33,4 +34,5 @@ NB_MODULE(_cpu, m) {
     webrank::register_fixed(m);
     webrank::register_frontier(m);
     webrank::register_bvgraph(m);
+    webrank::register_metrics(m);
 }

@@ -91,7 +91,7 @@ def _metrics(w: Any, g: Any) -> Any:
 def _certified(w: Any, g: Any) -> Any:
     def call() -> Any:
         r = w.pagerank(g, device="gpu", tol=1e-10)
-        return r.error_bound(), r.certified_top(10)
+        return r.error_bound, r.certified_top(10)
 
     return call
 

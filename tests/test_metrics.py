@@ -155,3 +155,22 @@ def test_cli_compare_prints_both_measures(tmp_path):
     assert "wrong position strict pct" in out and "tie tol" in out
     bad = CliRunner().invoke(cli, [*args, "--tie-tol", "-1"])
     assert bad.exit_code == 2
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 60), levels=st.sampled_from([1, 2, 3, 7, 10**6]), data=st.data())
+def test_kendall_tau_is_scipys(n, levels, data):
+    """Kendall's tau-b without SciPy (a compiled merge sort of the discordant pairs)
+    against scipy.stats.kendalltau, ties in either vector, both or neither."""
+    from scipy.stats import kendalltau
+
+    from webrank.orders import kendall_tau
+
+    a = np.array(data.draw(st.lists(st.integers(0, levels), min_size=n, max_size=n)), float)
+    b = np.array(data.draw(st.lists(st.integers(0, levels), min_size=n, max_size=n)), float)
+    got = kendall_tau(a, b)
+    want = kendalltau(a, b).statistic if n > 1 else np.nan
+    if np.isnan(want):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(want, abs=1e-12)

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from webrank.orders import kendall_tau
+
 __all__ = ["TIE_TOL", "RankComparison", "compare", "score_order"]
 
 #: Default relative tie tolerance of :func:`compare` (see its docstring for the reasons).
@@ -144,9 +146,7 @@ def compare(scores_a: Any, scores_b: Any, k: int = 100,
     k = max(1, min(int(k), a.size))
     overlap = np.intersect1d(order_a[:k], order_b[:k], assume_unique=True).size / k
     if a.size > 1:
-        from scipy.stats import kendalltau
-
-        tau = float(kendalltau(a, b).statistic)
+        tau = kendall_tau(a, b)
     else:
         tau = 1.0
     wrong = _outside_tie_group(order_a, order_b, b[order_b], tie_tol)
