@@ -1,15 +1,15 @@
-"""Fill CuPy's kernel cache for the GPU paths that still compile on first use.
+"""Compile webrank's CUDA kernels ahead, on a GPU for which none is prebuilt.
 
-webrank's CPU kernels and its own CUDA kernels are compiled when the package is built
-(``native/``, :mod:`webrank.kernels.cuda_prebuilt`): a first ranking waits for no
-compiler. What still compiles on first use, once per machine, is CuPy's own array
-operations on the GPU paths off the default one (Krylov and extrapolation methods,
-fixed point, personalized batches, incremental updates), and webrank's CUDA kernels on a
-GPU whose architecture has no prebuilt binary. :func:`fill_caches` (CLI: ``webrank
-warmup``) runs those paths on small generated graphs, one fresh process per group, side
-by side on the machine's cores, so that CuPy's on-disk cache (``~/.cupy/kernel_cache``
-or ``CUPY_CACHE_DIR``) holds them; useful in a container image's build step, not needed
-otherwise.
+webrank's CPU kernels and its CUDA kernels are compiled when the package is built
+(``native/``, :mod:`webrank.kernels.cuda_prebuilt`, for ``sm_80`` and ``sm_90``: A100,
+A10, L4, RTX 30xx/40xx, H100, H200), and no GPU path runs one of CuPy's own kernels
+(which CuPy compiles on a process's first use): on those GPUs a first call compiles
+nothing, and :func:`fill_caches` has nothing to do. On a GPU of another architecture
+(T4, V100, Blackwell), or with a build made without NVRTC, each kernel is compiled on
+its first use, once per machine (CuPy keeps it in ``~/.cupy/kernel_cache`` or
+``CUPY_CACHE_DIR``); :func:`fill_caches` (CLI: ``webrank warmup``) does that ahead, by
+running the GPU paths on small generated graphs, one fresh process per group, side by
+side on the machine's cores: useful in a container image's build step on such a GPU.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ GPU_TASKS = ("gpu-load", "gpu-float64", "gpu-float32", "gpu-methods", "gpu-perso
 
 
 def fill_caches(jobs: int | None = None,
-                report: Callable[[str, float, bool], None] | None = None
-                ) -> dict[str, dict[str, Any]]:
+                report: Callable[[str, float, bool], None] | None = None,
+                force: bool = False) -> dict[str, dict[str, Any]]:
     """Compile the GPU paths' on-first-use kernels into CuPy's on-disk cache.
+
+    Nothing (an empty dict) where this GPU runs the prebuilt kernels, unless ``force``.
 
     Parameters
     ----------
@@ -40,6 +42,8 @@ def fill_caches(jobs: int | None = None,
         Processes at once (default: the CPUs this process may use).
     report : callable, optional
         ``report(task, seconds, ok)`` as each group finishes.
+    force : bool, default False
+        Run the paths even where every kernel is prebuilt (a check that none compiles).
 
     Returns
     -------
@@ -47,8 +51,11 @@ def fill_caches(jobs: int | None = None,
         Per task: ``{"seconds": float, "ok": bool, "error": str}`` (the last lines of
         a failed task's output).
     """
+    from webrank.kernels import cuda_loader
     from webrank.kernels.native import available_cpus
 
+    if not force and cuda_loader.device_coverage() is not None:
+        return {}  # every kernel is prebuilt for this GPU: nothing compiles on first use
     tasks = list(GPU_TASKS)
     jobs = jobs or available_cpus()
     results: dict[str, dict[str, Any]] = {}

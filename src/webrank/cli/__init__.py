@@ -448,24 +448,31 @@ def compare(scores_a, reference, k, tie_tol, as_json) -> None:
 @cli.command()
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Compiling processes at once (default: one per CPU).")
-def warmup(jobs) -> None:
-    """Compile the GPU paths that still compile on first use, into CuPy's cache.
+@click.option("--force", is_flag=True,
+              help="Run the GPU paths even where every kernel is prebuilt for this GPU.")
+def warmup(jobs, force) -> None:
+    """Compile webrank's CUDA kernels ahead, on a GPU for which none is prebuilt.
 
-    The CPU kernels and webrank's own CUDA kernels are compiled with the package: no
-    ranking waits for them. This fills CuPy's on-disk cache for its array operations on
-    the GPU paths off the default one (Krylov, fixed point, personalized batches) and
-    for GPUs without a prebuilt binary; useful in a container image's build step.
+    The CPU kernels and webrank's CUDA kernels for sm_80 and sm_90 GPUs (A100, A10, L4,
+    RTX 30xx/40xx, H100, H200) are compiled with the package: there, nothing compiles on
+    a first call and this has nothing to do. On other GPUs each kernel is compiled on its
+    first use, once per machine; this does it ahead (a container image's build step).
     """
     from webrank.backends import resolve_device
+    from webrank.kernels import cuda_loader
     from webrank.warmup import fill_caches
 
     resolve_device("gpu")  # a one-line error where the GPU cannot run
+    arch = cuda_loader.device_coverage()
+    if arch is not None and not force:
+        click.echo(f"nothing to compile: this GPU runs webrank's prebuilt kernels ({arch})")
+        return
 
     def report(task: str, seconds: float, ok: bool) -> None:
         click.echo(f"  {task:18} {seconds:6.1f} s{'' if ok else '  FAILED'}", err=True)
 
     t0 = time.perf_counter()
-    results = fill_caches(jobs=jobs, report=report)
+    results = fill_caches(jobs=jobs, report=report, force=True)
     failed = [t for t, r in results.items() if not r["ok"]]
     for task in failed:
         last = results[task]["error"].strip().splitlines()[-1:] or ["(no output)"]

@@ -171,6 +171,26 @@ def find(source: str, name: str, capability: tuple[int, int], driver: int,
     return Prebuilt(where / entry["files"][arch], arch, entry["names"][name])
 
 
+def device_coverage(device_id: int = 0) -> str | None:
+    """The architecture of the prebuilt files that device ``device_id`` runs (``"sm_90"``),
+    or None where some kernel of webrank's would be compiled on its first use there (no
+    prebuilt set, or none for this device and driver), or where there is no such device."""
+    where = folder()
+    if where is None:
+        return None
+    index = read_index(where)
+    sources = index.get("sources", {})
+    if not sources:
+        return None
+    try:
+        capability, driver = _device(device_id)
+    except Exception:  # no CuPy, or no such device: nothing runs there at all
+        return None
+    arches = {pick(entry["files"], capability, driver, tuple(index["nvrtc"]))
+              for entry in sources.values()}
+    return None if None in arches else max(arches)
+
+
 _lock = threading.Lock()
 #: (device, file) that failed to load: not tried again
 _failed: set[tuple[int, Path]] = set()
