@@ -26,6 +26,24 @@ for line in open(sys.argv[1]):
     if d.get("profile") and d["first_s"] > 1.5 * d["second_s"] + 0.05:
         print("      first call, most cumulative time:", *d["profile"], sep="\n        ")
 PY
+echo "== whole processes, each with a new HOME and an empty CuPy cache: first, then second"
+cat > /tmp/one_call.py <<'PY'
+import sys, webrank
+g = webrank.load(sys.argv[1], device="gpu")
+if sys.argv[2] == "personalized":
+    ids = list(range(6)) if g.labels is None else list(g.labels[:6])
+    webrank.personalized_pagerank(g, [ids[:1], ids[1:3], ids[3:]], device="gpu", tol=1e-10)
+else:
+    r = webrank.pagerank(g, device="gpu", tol=1e-10)
+    webrank.update(r, added_edges=([1, 2, 3], [4, 5, 6]), tol=1e-10, device="gpu")
+PY
+for what in personalized update; do
+  export CUPY_CACHE_DIR=$(mktemp -d) HOME=$(mktemp -d)
+  for run in first second; do
+    t0=$(date +%s.%N); python3 /tmp/one_call.py "$C" $what || echo FAILED; t1=$(date +%s.%N)
+    echo "$what whole process $run: $(python3 -c "print(f'{$t1-$t0:.3f}')") s, CuPy kernels in the cache: $(ls $CUPY_CACHE_DIR | wc -l)"
+  done
+done
 if [ -z "${ENTRIES:-}" ] && command -v torchrun >/dev/null; then
   echo "== --distributed, one rank (torchrun), fresh CuPy cache then warm"
   python3 -m webrank convert "$C" /tmp/shards --shards 1 >/dev/null

@@ -335,3 +335,22 @@ def test_numba_is_not_a_dependency():
     meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     deps = meta["project"]["dependencies"]
     assert not [d for d in deps if d.lower().startswith(("numba", "llvmlite"))], deps
+
+
+def test_pyarrow_threads_follow_the_process_cpus(monkeypatch):
+    """A process given fewer CPUs than the host (taskset, a container, Slurm) parses
+    with that many of pyarrow's threads, and the columns are written by as many."""
+    import pyarrow as pa
+
+    from webrank.io import tables
+    from webrank.kernels import native
+
+    before = pa.cpu_count()
+    try:
+        pa.set_cpu_count(4)
+        monkeypatch.setattr(native, "available_cpus", lambda: 2)
+        assert tables.arrow_threads() == 2 and pa.cpu_count() == 2
+        monkeypatch.setattr(native, "available_cpus", lambda: 8)
+        assert tables.arrow_threads() == 2  # never raised above what was set
+    finally:
+        pa.set_cpu_count(before)

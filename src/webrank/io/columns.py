@@ -100,6 +100,8 @@ def _formatted(table: Any, sep: str) -> Any:
     if len(starts) <= 1:
         yield from map(text, starts)
         return
-    workers = min(len(starts), os.cpu_count() or 1)
+    from webrank.kernels.native import available_cpus  # (the process's, not the host's)
+
+    workers = min(len(starts), available_cpus())
     with ThreadPoolExecutor(workers) as pool:
         yield from pool.map(text, starts)

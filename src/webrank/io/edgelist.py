@@ -69,7 +69,7 @@ from webrank.io.sources import (
     plain_size,
     strip_compression,
 )
-from webrank.io.tables import factorize
+from webrank.io.tables import arrow_threads, factorize
 
 __all__ = ["HEADER_WORDS", "factorize", "read_edgelist", "write_edgelist"]
 
@@ -768,6 +768,7 @@ def _fast_read(
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
+    arrow_threads()  # pyarrow's pool no larger than this process's CPUs
     names = ["src", "dst", "weight"][: layout.ncols]
     id_type = pa.int64() if labels == "int" else pa.string()
     types = {"src": id_type, "dst": id_type, "weight": pa.float64()}

@@ -19,7 +19,7 @@ from webrank.graph import Graph
 from webrank.io.frames import graph_from_arrow
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import check_input, compression_of
-from webrank.io.tables import require_columns
+from webrank.io.tables import arrow_threads, require_columns
 from webrank.memory import check_claim
 
 __all__ = ["read_parquet", "write_parquet"]
@@ -77,6 +77,7 @@ def read_parquet(
     total = os.path.getsize(path)
     if progress is not None:
         progress(0, total)
+    arrow_threads()  # pyarrow's pool no larger than this process's CPUs
     try:
         pf = pq.ParquetFile(path)
         present = pf.schema_arrow.names

@@ -20,10 +20,26 @@ from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
 from webrank.io._arrow import numpy_of
 
-__all__ = ["adjacency_edges", "arrow_id_columns", "as_arrow_table", "edge_columns",
+__all__ = ["adjacency_edges", "arrow_id_columns", "arrow_threads", "as_arrow_table", "edge_columns",
            "factorize", "require_columns"]
 
 _INT64_MAX = np.iinfo(np.int64).max
+
+
+def arrow_threads() -> int:
+    """pyarrow's CPU pool size, brought down (once) to the CPUs this process may run on.
+
+    pyarrow sizes its pool from the host's core count; a process given fewer cores (a
+    container's CPU set, ``taskset``, a Slurm job) would otherwise parse with more
+    threads than it has cores."""
+    import pyarrow as pa
+
+    from webrank.kernels.native import available_cpus
+
+    cpus = available_cpus()
+    if pa.cpu_count() > cpus:
+        pa.set_cpu_count(cpus)
+    return pa.cpu_count()
 
 
 def as_arrow_table(obj: Any, name: str | None = None) -> Any:
@@ -400,7 +416,7 @@ def _dictionary_codes(both: Any, threads: int | None) -> tuple[Any, np.ndarray]:
     import pyarrow as pa
 
     n = len(both)
-    t = pa.cpu_count() if threads is None else int(threads)
+    t = arrow_threads() if threads is None else int(threads)
     # slices of at least a quarter of PARALLEL_ENCODE_MIN values; none below it
     t = 1 if n < PARALLEL_ENCODE_MIN else max(1, min(t, n // (PARALLEL_ENCODE_MIN // 4)))
     if t == 1:
