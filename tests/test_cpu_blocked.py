@@ -97,8 +97,24 @@ def test_isolated_nodes_and_an_empty_graph_part(rng):
     np.testing.assert_allclose(r.scores, np.full(10, 0.1))
 
 
-def test_auto_builds_the_layout_only_for_long_solves(rng, monkeypatch):
+def test_auto_takes_the_pull_step_with_few_threads(rng, monkeypatch):
+    """Below BLOCKED_MIN_THREADS threads the blocked step does not repay its layout."""
+    import webrank.backends.cpu as cpu_backend
+
     monkeypatch.setattr(cpu, "SMALL_GRAPH_EDGES", 0)
+    monkeypatch.setattr(cpu_backend, "BLOCKED_MIN_THREADS", cpu.num_threads() + 1)
+    g = random_graph(rng, 2000, 20000)
+    r = webrank.pagerank(g, device="cpu", method="power", tol=1e-12)
+    assert r.info["engine"] == "pull"
+    r = webrank.pagerank(g, device="cpu", method="power", tol=1e-12, engine="blocked")
+    assert r.info["engine"] == "blocked"  # (asked for: still there)
+
+
+def test_auto_builds_the_layout_only_for_long_solves(rng, monkeypatch):
+    import webrank.backends.cpu as cpu_backend
+
+    monkeypatch.setattr(cpu, "SMALL_GRAPH_EDGES", 0)
+    monkeypatch.setattr(cpu_backend, "BLOCKED_MIN_THREADS", 1)  # (the rule for many cores)
     g = random_graph(rng, 2000, 20000)
     short_tol = 0.85 ** (BLOCKED_MIN_STEPS - 5)
     r = webrank.pagerank(g, device="cpu", method="power", tol=short_tol)

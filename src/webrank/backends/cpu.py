@@ -10,8 +10,9 @@ The fused power step (:mod:`webrank.kernels.cpu`) is, by ``engine``:
   graph and kept in its cache;
 * ``"auto"`` (default): the serial SciPy step below
   :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges (a parallel step's thread start
-  outweighs its gain there); above it, blocked when the solve is expected to take enough steps to
-  repay the layout's build (:data:`BLOCKED_MIN_STEPS`), else pull.
+  outweighs its gain there); above it, with at least :data:`BLOCKED_MIN_THREADS` threads,
+  blocked when the solve is expected to take enough steps to repay the layout's build
+  (:data:`BLOCKED_MIN_STEPS`), else pull.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ from webrank.kernels import cpu as kernels
 #: ``benchmarks/cpu_engines.py`` on 2 cores: the layout costs about 10-15 pull steps to
 #: build and saves a fifth to a third of each step on the shared web graphs.
 BLOCKED_MIN_STEPS = 40
+#: ... and only with at least this many threads. With the compiled C++ pull step, two
+#: threads run the blocked step no faster than the pull step on any graph measured
+#: (docs/benchmarks.md, "First answer after a fresh install"), so a solve there pays the
+#: layout for nothing; the rule for many threads stands as measured before, until it is
+#: measured again with the C++ kernels.
+BLOCKED_MIN_THREADS = 8
 
 
 class CPUOperator(PageRankOperator):
@@ -195,15 +202,16 @@ class CPUOperator(PageRankOperator):
 
     def _step_engine(self, tol: float, max_steps: int) -> str:
         """The compiled power step for a solve to ``tol`` in at most ``max_steps`` steps
-        (``"auto"``: blocked when its layout is built already or the solve is long
-        enough to repay it); recorded in ``info["engine"]``."""
+        (``"auto"``: with enough threads, blocked when its layout is built already or the
+        solve is long enough to repay it); recorded in ``info["engine"]``."""
         engine = self.engine
         if engine == "auto":
             key = ("cpu-blocked", kernels.BLOCKED_PART_ROWS, self._vals.dtype.str)
             expected = (np.log(tol) / np.log(self.alpha) if 0 < tol < 1 and 0 < self.alpha < 1
                         else max_steps)
             long = min(expected, max_steps) >= BLOCKED_MIN_STEPS
-            engine = "blocked" if self.graph.is_cached(key) or long else "pull"
+            wide = kernels.num_threads() >= BLOCKED_MIN_THREADS
+            engine = "blocked" if wide and (self.graph.is_cached(key) or long) else "pull"
         self.info["engine"] = engine
         return engine
 
