@@ -263,7 +263,8 @@ def measure_ooc(scale: int, cap: float) -> dict[str, Any]:
     steps = 6
     t1 = time.perf_counter()
     r = webrank.pagerank(g, alpha=ALPHA, tol=1e-300, max_iter=steps, device="gpu",
-                         dtype="float32", engine="stream", device_memory_limit=limit,
+                         dtype="float32", engine="stream",
+                         engine_options={"device_memory_limit": limit},
                          raise_on_nonconvergence=False)
     wall = time.perf_counter() - t1
     env = measure_env()

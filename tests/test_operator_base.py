@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from webrank.backends.base import first_below
 
@@ -19,7 +18,7 @@ def test_first_below_scans_a_batch_and_reports_to_the_callback():
     assert first_below(res, 1, 5.0, 2, None) == 2
 
 
-def test_dangling_mask_gather_scale_and_the_old_name():
+def test_dangling_mask_and_gather_scale():
     import webrank
 
     g = webrank.Graph.from_edges([0, 0, 1], [1, 2, 2], num_nodes=4, node_ids="range")
@@ -27,5 +26,4 @@ def test_dangling_mask_gather_scale_and_the_old_name():
     assert g.gather_scale().tolist() == [0.5, 1.0, 0.0, 0.0]
     w = webrank.Graph.from_edges([0, 0, 1], [1, 2, 2], [1.0, 3.0, 2.0])
     assert w.gather_scale().tolist() == [1.0, 1.0, 0.0]  # (values hold w / out-weight)
-    with pytest.warns(DeprecationWarning, match="dangling_mask"):
-        assert g.dangling.tolist() == g.dangling_mask.tolist()
+    assert not hasattr(g, "dangling")  # (one name: dangling_mask)

@@ -323,16 +323,14 @@ def test_engine_options_mapping():
     g = graph_of(SEED_SIX)
     with pytest.raises(ValueError, match="unknown engine options"):
         webrank.pagerank(g, engine_options={"lanes": 4})
-    with (pytest.raises(ValueError, match="both as keywords and in engine_options"),
-          pytest.warns(DeprecationWarning, match="in engine_options")):
+    with pytest.raises(ValueError, match="engine tuning goes in engine_options"):
         webrank.pagerank(g, device="gpu", heavy_threshold=64,
                          engine_options={"heavy_threshold": 32})
     # the same check as the keywords: GPU tuning refused on the CPU, before any work
     with pytest.raises(ValueError, match="apply to device='gpu' only"):
         webrank.pagerank(g, device="cpu", engine_options={"lanes_per_row": 4})
-    # tuning as keywords of its own: still taken, with a warning naming the mapping
-    with (pytest.raises(ValueError, match="apply to device='gpu' only"),
-          pytest.warns(DeprecationWarning, match=r"pass lanes_per_row in engine_options")):
+    # tuning as keywords of its own: refused, naming the mapping
+    with pytest.raises(ValueError, match=r"engine_options=\{'lanes_per_row': \.\.\.\}"):
         webrank.pagerank(g, device="cpu", lanes_per_row=4)
     r = webrank.pagerank(g, device="cpu", engine_options={}, tol=1e-12)
     np.testing.assert_allclose(r.scores, exact_pagerank(g), atol=1e-11)

@@ -442,16 +442,6 @@ class Graph:
         """
         return self.out_weight == 0
 
-    @property
-    def dangling(self) -> np.ndarray:
-        """Deprecated name of :attr:`dangling_mask` (``dangling`` elsewhere in the API is
-        the distribution of the dangling nodes' rank)."""
-        import warnings
-
-        warnings.warn("Graph.dangling is deprecated: use Graph.dangling_mask",
-                      DeprecationWarning, stacklevel=2)
-        return self.dangling_mask
-
     def gather_scale(self) -> Any:
         """What each node's value is multiplied by before its out-links carry it: see
         :func:`gather_scale` (NumPy or CuPy, as the graph's arrays)."""

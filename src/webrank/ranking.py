@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,8 +127,8 @@ def pagerank(
         ``part_rows``, ``reorder``, ``check_every``, ``graph_steps``, ``use_graph``,
         ``device_memory_limit``, ``chunk_edges`` (:mod:`webrank.backends.gpu`,
         :mod:`webrank.backends.gpu_blocked`, :mod:`webrank.backends.gpu_stream`);
-        ``gpu_links`` for ``method="hybrid"``. As keywords of their own they are still
-        accepted, with a ``DeprecationWarning``.
+        ``gpu_links`` for ``method="hybrid"``. Only here: as keywords of their own
+        they are refused.
     **options
         Solver- or backend-specific options (documented by each solver and backend):
         ``engine`` picks the power step, on the CPU ``"auto"``, ``"pull"`` or
@@ -181,9 +180,9 @@ def pagerank(
                              f"{method!r}")
     loose = sorted(set(options) & set(ENGINE_OPTION_NAMES))
     if loose:
-        warnings.warn(f"pass {', '.join(loose)} in engine_options={{...}}: engine tuning "
-                      "as keywords of pagerank is deprecated", DeprecationWarning,
-                      stacklevel=2)
+        raise ValueError(f"engine tuning goes in engine_options: pass "
+                         f"engine_options={{{', '.join(repr(k) + ': ...' for k in loose)}}}, "
+                         f"not {', '.join(loose)}= as keywords")
     if engine_options:
         tuning = set(ENGINE_OPTION_NAMES)
         unknown = sorted(set(engine_options) - tuning)
