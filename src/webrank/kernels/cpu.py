@@ -76,7 +76,8 @@ def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
     targets = np.linspace(0, m, chunks + 1)
     bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
     bounds[0], bounds[-1] = 0, n
-    return np.unique(np.clip(bounds, 0, n))
+    bounds = np.clip(bounds, 0, n)  # non-decreasing: drop repeats without np.unique,
+    return bounds[np.r_[True, bounds[1:] != bounds[:-1]]]  # whose first use imports numpy.ma
 
 
 @dataclass(frozen=True)
