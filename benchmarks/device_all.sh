@@ -24,7 +24,7 @@ solvers)
     2>&1 | tail -20
   ;;
 suites)
-  for suite in ${SUITES:-seed-extrapolation seed-hybrid gpu}; do
+  for suite in ${SUITES:-extrapolation hybrid gpu}; do
     python3 -m webrank bench "$suite" --device ${BENCH_DEVICE:-gpu} \
       --out "$OUT/${suite}_h100" ${BENCH_ARGS:-} 2>&1 | tail -30
   done

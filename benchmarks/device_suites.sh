@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench suites on the GPU machine, each under its own time limit, each folder packed
 # into one archive under $OUT (the device tool brings back at most 8 files).
-#   SUITES="seed-extrapolation:gpu:300 ..." bash benchmarks/device_suites.sh
+#   SUITES="extrapolation:gpu:300 ..." bash benchmarks/device_suites.sh
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 work=$(mktemp -d)

@@ -23,9 +23,9 @@ if want bound; then
 fi
 for suite in dense approx extrap iters; do
   want $suite || continue
-  name=$(case $suite in dense) echo seed-dense;; approx) echo seed-approx;;
-         iters) echo seed-iterations;;
-         extrap) echo seed-extrapolation;; esac)
+  name=$(case $suite in dense) echo dense;; approx) echo approx;;
+         iters) echo iterations;;
+         extrap) echo extrapolation;; esac)
   timeout "${SUITE_S:-200}" python3 -m webrank bench $name --device gpu --repeats 3 \
     --out "$OUT/$name" > "$OUT/$name.log" 2>&1
   echo "== $name exit $?"; tail -n 3 "$OUT/$name.log"

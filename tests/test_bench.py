@@ -80,12 +80,12 @@ def test_baselines_quick(tmp_path):
     assert errors and max(errors) < 1e-8  # both ran to L1 1e-10 on the same reference
 
 
-@pytest.mark.parametrize("suite", ["seed-dense", "seed-approx"])
+@pytest.mark.parametrize("suite", ["dense", "approx"])
 def test_seed_suites_quick(tmp_path, suite):
     doc, out = _bench(tmp_path, suite)
     _check_results(doc, out, suite)
     assert doc["findings"]
-    if suite == "seed-dense":  # the dense and sparse solvers agree on the top 3 nodes
+    if suite == "dense":  # the dense and sparse solvers agree on the top 3 nodes
         by_n: dict[int, set] = {}
         for m in doc["measurements"]:
             if "top3" in m["metrics"]:
@@ -93,12 +93,12 @@ def test_seed_suites_quick(tmp_path, suite):
         assert by_n and all(len(tops) == 1 for tops in by_n.values())
 
 
-def test_seed_iterations_reads_the_counts_a_run_to_each_tol_takes(tmp_path):
+def test_iterations_reads_the_counts_a_run_to_each_tol_takes(tmp_path):
     # the iterations read off one tol=0 run are those of a run stopping at that tol
-    from webrank.bench.suites.seed_extrapolation import QUICK_NODES
+    from webrank.bench.suites.extrapolation import QUICK_NODES
     from webrank.generate import generate
 
-    doc, _ = _bench(tmp_path, "seed-iterations")
+    doc, _ = _bench(tmp_path, "iterations")
     assert doc["tables"] and doc["measurements"]
     src, dst, n = generate("scale-free", QUICK_NODES, seed=0)
     g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
@@ -115,9 +115,9 @@ def test_seed_iterations_reads_the_counts_a_run_to_each_tol_takes(tmp_path):
 
 
 @pytest.mark.slow
-def test_seed_extrapolation_quick(tmp_path):
-    doc, out = _bench(tmp_path, "seed-extrapolation")
-    _check_results(doc, out, "seed-extrapolation")
+def test_extrapolation_quick(tmp_path):
+    doc, out = _bench(tmp_path, "extrapolation")
+    _check_results(doc, out, "extrapolation")
     methods = {m["params"]["method"] for m in doc["measurements"]}
     assert {"power", "aitken", "quadratic"} <= methods
     power = [m for m in doc["measurements"] if m["params"]["method"] == "power"]
@@ -176,8 +176,8 @@ def test_record_refuses_bad_times(tmp_path):
 
 
 @pytest.mark.gpu
-def test_seed_dense_and_baselines_on_gpu(tmp_path):
-    for suite in ("seed-dense", "baselines"):
+def test_dense_and_baselines_on_gpu(tmp_path):
+    for suite in ("dense", "baselines"):
         out = tmp_path / suite
         res = CliRunner().invoke(cli, ["bench", suite, "--device", "both", "--quick",
                                        "--repeats", "1", "--out", str(out)])

@@ -16,7 +16,7 @@ could take the long tails. Each step here
 The pure-GPU engine already balances long rows on the device (see
 :mod:`webrank.kernels.cuda`), so the split cannot beat it on one GPU: every step pays a
 host round trip and an n-vector copy over PCIe. It is kept as ``method="hybrid"`` to
-measure Kumar et al.'s design honestly (``webrank bench seed-hybrid``).
+measure Kumar et al.'s design honestly (``webrank bench hybrid``).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class BenchContext:
     Attributes
     ----------
     suite : str
-        Suite name (``"seed-dense"``...).
+        Suite name (``"dense"``...).
     devices : tuple of str
         Devices to measure on: ``("cpu",)``, ``("gpu",)`` or ``("cpu", "gpu")``; the GPU
         is listed only when usable (otherwise a skip is recorded).

@@ -26,10 +26,12 @@ from webrank.bench.suites import SUITES
               help="Folder holding the real datasets (NAME.txt.gz); web-NotreDame is "
                    "bundled.")
 def command(suite, device, out_dir, quick, repeats, data_dir) -> None:
-    """Run benchmark SUITE and report on it: a paper's experiment reproduced (the
-    seed-* suites; the papers are listed in the documentation's references), webrank
-    against its peers (baselines), the GPU engines (gpu) or a user's whole process
-    (e2e).
+    """Run benchmark SUITE and report on it: a paper's experiment reproduced (dense:
+    the dense-matrix CUDA power method of Swaroop and of Ghadge et al.; approx: Sgherzi's
+    float and fixed point with convergence masks; extrapolation and iterations:
+    Praveen et al.'s Aitken extrapolation and iteration counts; hybrid: Kumar et al.'s
+    GPU+CPU split), webrank against its peers (baselines), the GPU engines (gpu) or a
+    user's whole process (e2e).
 
     Writes OUT/results.json (machine, versions, commit, every measurement with
     median/min/max over the repeats), OUT/report.md (tables, plots, the comparison with

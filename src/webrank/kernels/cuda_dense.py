@@ -4,7 +4,7 @@ in C++ with CUDA", C-DAC Pune): one thread per row of the dense n x n Google mat
 ``y_i = sum_j G[i, j] x_j``.
 
 Kept as those reports wrote it, to be measured beside cuBLAS's ``gemv`` (the
-``seed-dense`` suite): a thread walks its whole row alone, with no shared memory and no
+``dense`` suite): a thread walks its whole row alone, with no shared memory and no
 reduction across threads. Two layouts:
 
 * ``column_major=False`` (theirs): ``G`` row-major; the threads of a warp read 32

@@ -38,12 +38,12 @@ __all__ = ["SUITES", "load_suite"]
 
 #: suite name -> module defining TITLE, BACKGROUND and run(ctx) (one line per suite)
 SUITES: dict[str, str] = {
-    "seed-dense": "webrank.bench.suites.seed_dense",
-    "seed-approx": "webrank.bench.suites.seed_approx",
-    "seed-extrapolation": "webrank.bench.suites.seed_extrapolation",
-    "seed-iterations": "webrank.bench.suites.seed_iterations",
+    "dense": "webrank.bench.suites.dense",
+    "approx": "webrank.bench.suites.approx",
+    "extrapolation": "webrank.bench.suites.extrapolation",
+    "iterations": "webrank.bench.suites.iterations",
     "baselines": "webrank.bench.suites.baselines",
-    "seed-hybrid": "webrank.bench.suites.seed_hybrid",
+    "hybrid": "webrank.bench.suites.hybrid",
     "gpu": "webrank.bench.suites.gpu",
     "e2e": "webrank.bench.suites.e2e",
 }

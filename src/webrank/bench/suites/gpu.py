@@ -384,7 +384,8 @@ def _torch_matrix(ctx: Any, g: Any, dtype: Any):
 
 
 def _baseline_ms(ctx: Any, a: Any, g: Any) -> float:
-    """Milliseconds per seed-000 iteration, queued without reading the residual."""
+    """Milliseconds per iteration of Praveen et al.'s cuSPARSE loop, queued without
+    reading the residual."""
     import cupy as cp
 
     from webrank.bench.suites.baselines import praveen_step

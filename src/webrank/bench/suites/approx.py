@@ -1,4 +1,4 @@
-"""Suite ``seed-approx``: Sgherzi's approximations (precision, criterion, bitmask).
+"""Suite ``approx``: Sgherzi's approximations (precision, criterion, bitmask).
 
 Sgherzi ran PageRank (alpha 0.85) on Erdős–Rényi (out-degree ~3), small-world (~4) and
 scale-free (~2.5) graphs of 10,000 nodes in float and in Q1.63 fixed point, with a
@@ -85,7 +85,7 @@ def run(ctx: BenchContext) -> None:
     rows: list[dict[str, Any]] = []
     for n in (QUICK_SIZES if ctx.quick else SIZES):
         for family, (kind, gparams) in GRAPHS.items():
-            stderr_progress(f"seed-approx: {family}, {n:,} nodes")
+            stderr_progress(f"approx: {family}, {n:,} nodes")
             src, dst, _ = generate(kind, n, seed=2019, **gparams)
             g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
             ref = ctx.reference(g, ALPHA)
@@ -162,7 +162,7 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
             for ax in (ax1, ax2):
                 ax.tick_params(axis="x", labelrotation=45)
 
-        ctx.plot(f"seed_approx_{n}.png", draw, size=(9, 7))
+        ctx.plot(f"approx_{n}.png", draw, size=(9, 7))
     _findings(ctx, rows)
 
 

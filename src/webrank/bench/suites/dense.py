@@ -1,4 +1,4 @@
-"""Suite ``seed-dense``: Swaroop's and Ghadge et al.'s dense power iteration against
+"""Suite ``dense``: Swaroop's and Ghadge et al.'s dense power iteration against
 webrank's sparse one.
 
 Swaroop and Ghadge et al. store the Google matrix as a dense n x n float array and multiply it by
@@ -157,7 +157,7 @@ def run(ctx: BenchContext) -> None:
     # device -> (n, seconds per dense step, steps) of the last size measured
     per_step: dict[str, tuple[int, float, int]] = {}
     for n in sizes:
-        stderr_progress(f"seed-dense: {n} nodes")
+        stderr_progress(f"dense: {n} nodes")
         src, dst, _ = generate("scale-free", n, seed=n)
         g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n)
         dtype = np.float64 if n <= FLOAT64_UP_TO else np.float32
@@ -309,7 +309,7 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
         plots.lines(ax, series, xlabel="nodes", ylabel="seconds", logx=True, logy=True,
                     title=f"time to L1 change < {TOL:g}, alpha {ALPHA}")
 
-    ctx.plot("seed_dense_time.png", draw)
+    ctx.plot("dense_time.png", draw)
     _row_kernel_report(ctx, rows)
     _findings(ctx, rows)
 
@@ -397,4 +397,4 @@ def _findings(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
                     "report 3.7x–130.6x against their serial loop.")
     if not any("dense_gpu" in r for r in rows):
         ctx.note("No GPU in this run: the dense GPU and webrank GPU columns are empty; run "
-                 "`webrank bench seed-dense --device both` on a GPU machine.")
+                 "`webrank bench dense --device both` on a GPU machine.")

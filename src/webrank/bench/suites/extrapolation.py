@@ -1,4 +1,4 @@
-"""Suite ``seed-extrapolation``: every solver over Praveen et al.'s grid of alpha and tol.
+"""Suite ``extrapolation``: every solver over Praveen et al.'s grid of alpha and tol.
 
 Praveen et al. (Tables II/III) reports how many iterations Aitken extrapolation saves over the
 power method for alpha from 0.75 to 0.99 and eps from 1e-3 to 1e-12. Here, for alpha in
@@ -98,7 +98,7 @@ def run(ctx: BenchContext) -> None:
                              "graph (run it on a GPU, or raise GRAPH_BUDGET_S)")
                     break
             t_alpha = time.perf_counter()
-            stderr_progress(f"seed-extrapolation: {name}, alpha {alpha}")
+            stderr_progress(f"extrapolation: {name}, alpha {alpha}")
             ref = ctx.reference(g, alpha)
             base = {"graph": name, "nodes": g.n, "edges": g.num_edges, "alpha": alpha,
                     "criterion": "l1", "max_iter": MAX_ITER}

@@ -1,9 +1,9 @@
-"""Suite ``seed-iterations``: the power method's iteration counts on the CPU and the GPU.
+"""Suite ``iterations``: the power method's iteration counts on the CPU and the GPU.
 
 Praveen et al. reports that its GPU power method converged in far fewer iterations than its
 serial one (alpha 0.99, eps 1e-15: 3,013 against 18,234). Here the power method runs on
 the CPU and on the GPU, in float64 and float32, on the graphs of the
-``seed-extrapolation`` suite and over its alphas, each run once with ``tol=0`` (until
+``extrapolation`` suite and over its alphas, each run once with ``tol=0`` (until
 nothing changes, or the residual stalls at the rounding floor); the number of iterations
 to every tol of that suite and to 1e-15 is read off the residual history (a run stopping
 at tol takes exactly the steps up to the first residual below it). Without a GPU the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from webrank.bench.runner import BenchContext
-from webrank.bench.suites.seed_extrapolation import (
+from webrank.bench.suites.extrapolation import (
     ALPHAS,
     MAX_ITER,
     QUICK_ALPHAS,
@@ -31,7 +31,7 @@ Praveen et al.: "for alpha = 0.99 and eps = 1e-15, the serial implementation con
 against CUDA with cuSPARSE/cuBLAS, single precision on the GPU not stated).
 """
 
-#: the tol of Praveen et al.'s claim, beside the seed-extrapolation suite's
+#: the tol of Praveen et al.'s claim, beside the extrapolation suite's
 DEVICE_TOL = 1e-15
 
 

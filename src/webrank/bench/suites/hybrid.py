@@ -1,4 +1,4 @@
-"""``webrank bench seed-hybrid``: Kumar et al.'s CPU+GPU split against the CPU and GPU engines.
+"""``webrank bench hybrid``: Kumar et al.'s CPU+GPU split against the CPU and GPU engines.
 
 On the real web graphs, time to ``tol=1e-10`` (L1, alpha 0.85) of webrank's CPU engine,
 its GPU engine, and ``method="hybrid"`` (the GPU sums the first N in-links of every page,
@@ -97,7 +97,7 @@ def run(ctx: Any) -> None:
             plots.lines(ax, series, xlabel="N: in-links per page summed on the GPU",
                         ylabel="ms to tol 1e-10", logx=True, logy=True)
 
-        ctx.plot("seed_hybrid.png", draw)
+        ctx.plot("hybrid.png", draw)
     ctx.note("Every hybrid step copies the gathered vector to the host (pinned memory), "
              "sums the long rows' tails on all CPU cores while the GPU sums the heads, "
              "uploads the tails and finishes the step on the GPU: one PCIe round trip and "
