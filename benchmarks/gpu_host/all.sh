@@ -3,7 +3,7 @@
 # GPU machine, the GPU runs of the solver/PPR/incremental benchmarks, the bench suites.
 # Run from the repo root with the datasets in .device_data/ and isal's wheel in .whl/.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 case "${STAGE:-tests}" in
 tests)
   python3 -m pytest -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/pytest_all.log" \

@@ -3,7 +3,7 @@
 # cores, `webrank bench e2e` on the GPU, and the gpu-marked tests.
 #   TESTS=1 INGEST="20 23" E2E="22 23" E2E_DEVICE=gpu bash benchmarks/device_e2e.sh
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 lscpu | grep -E "Model name|^CPU\(s\)" | tee "$OUT/cpu.txt"
 python3 -c "import numba, cupy, pyarrow, numpy; print('numba', numba.__version__, 'cupy', \

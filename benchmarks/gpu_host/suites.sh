@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The bench suites on the GPU machine, each under its own time limit, each folder packed
 # into one archive under $OUT (the device tool brings back at most 8 files).
-#   SUITES="extrapolation:gpu:300 ..." bash benchmarks/device_suites.sh
+#   SUITES="extrapolation:gpu:300 ..." bash benchmarks/gpu_host/run.sh suites
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 work=$(mktemp -d)
 for spec in $SUITES; do
   IFS=: read -r suite device limit <<<"$spec"

@@ -3,7 +3,7 @@
 # thread (WEBRANK_GPU_WARMUP=0 turns it off), runs interleaved; SCALE (default 22) is the
 # R-MAT graph written as text first, plus cnr-2000.txt.gz from .device_data.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 S=${SCALE:-22}
 python3 -m webrank generate rmat "$S" --seed 1 --out "/tmp/r$S.txt" > /dev/null
 for f in "/tmp/r$S.txt" "$WEBRANK_DATASETS/cnr-2000.txt.gz"; do

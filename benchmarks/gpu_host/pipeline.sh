@@ -16,9 +16,9 @@
 #   ab       `webrank bench gpu` ($AB_ARGS, default --quick --repeats 5) with the tree in
 #            .device_old/ and this one, alternated as $AB_RUNS says ("old1 new1 old2 new2");
 #            benchmarks/ab_compare.py tabulates them
-#   SCALE=23 STEPS="rmat profile" bash benchmarks/device_pipeline.sh
+#   SCALE=23 STEPS="rmat profile" bash benchmarks/gpu_host/run.sh pipeline
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 want() { [[ " ${STEPS:-real rmat ingest setup profile auto} " == *" $1 "* ]]; }
 S=${SCALE:-23}; D=/tmp/webrank-ingest; mkdir -p $D

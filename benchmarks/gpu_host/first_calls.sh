@@ -2,10 +2,10 @@
 # First calls of every public GPU entry point, each in a fresh process with an empty CuPy
 # kernel cache (tests/gpu_first_calls.py): kernels compiled on the way, first and second
 # call; and the first `--distributed` run (torchrun, one rank) against its second.
-#   bash benchmarks/device_first_calls.sh      (after python3 tools/build_native.py)
+#   bash benchmarks/gpu_host/run.sh first_calls      (after python3 tools/build_native.py)
 set -uo pipefail
 SECONDS=0
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 C=$WEBRANK_DATASETS/cnr-2000.txt.gz
 N=/tmp/cnr-2000.npz
 python3 -m webrank convert "$C" "$N" >/dev/null

@@ -2,10 +2,10 @@
 # First runs on a fresh GPU machine, then after `webrank warmup`, then R-MAT 23 whole
 # processes and the gpu-marked tests. Run it first thing on a fresh machine (the caches
 # must be cold): nothing in the source tree holds compiled kernels.
-#   bash benchmarks/device_firstrun.sh
+#   bash benchmarks/gpu_host/run.sh firstrun
 set -uo pipefail
 SECONDS=0
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 C=$WEBRANK_DATASETS/cnr-2000.txt.gz; N=$WEBRANK_DATASETS/web-NotreDame.txt.gz
 {

@@ -3,7 +3,7 @@
 # core benchmark. Run from the repo root on the GPU machine with the datasets in
 # .device_data/ (or WEBRANK_DATASETS) and, where the image lacks them, wheels in .whl/.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 python3 -m pytest tests/test_pagerank.py tests/test_cli.py -q -p no:cacheprovider 2>&1 \
   | tee "$OUT/pytest_gpu.log" | tail -4

@@ -4,7 +4,7 @@
 # on the GPU, and the seed suites' GPU parts. STEPS="tests bound dense approx extrap"
 # picks the steps; mpi4py and the Open MPI wheel come from .whl/.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

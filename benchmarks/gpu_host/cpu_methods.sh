@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The CPU methods on the GPU machine's host (16 cores), and the gpu-marked tests.
 #   TESTS=1 THREADS="16 4" ALPHAS="0.85 0.99" ONLY="power gauss-seidel auto" \
-#     bash benchmarks/device_cpu_methods.sh
+#     bash benchmarks/gpu_host/run.sh cpu_methods
 # Each thread count runs pinned to that many cores (taskset), so "2" is a 2-core machine.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 lscpu | grep -E "Model name|^CPU\(s\)" > "$OUT/cpu.txt"
 if [ "${TESTS:-0}" = 1 ]; then

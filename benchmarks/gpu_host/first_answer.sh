@@ -2,10 +2,10 @@
 # First answers on a fresh GPU machine: whole `webrank rank` processes with every cache
 # empty (new HOME, no NUMBA_CACHE_DIR/CUPY_CACHE_DIR), then warm; the CuPy kernels a first
 # run compiles (their sources kept); each GPU engine and dtype's first use in a process.
-#   TREE=src bash benchmarks/device_first_answer.sh      (TREE: the src folder to run)
+#   TREE=src bash benchmarks/gpu_host/run.sh first_answer      (TREE: the src folder to run)
 set -uo pipefail
 SECONDS=0
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 TREE=${TREE:-src}; TAG=${TAG:-new}
 export PYTHONPATH=$TREE:${PYTHONPATH#src:}
 cat "$OUT/gpu.txt"

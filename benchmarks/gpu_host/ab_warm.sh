@@ -2,9 +2,9 @@
 # Warm speed before and after a change, on one GPU machine: `webrank bench gpu --quick`
 # and the CPU engines' per-step times (benchmarks/cpu_engines.py --quick), the older tree
 # (a `git archive` in .device_old/) and this one alternated.
-#   AB_RUNS="old1 new1 old2 new2" bash benchmarks/device_ab_warm.sh
+#   AB_RUNS="old1 new1 old2 new2" bash benchmarks/gpu_host/run.sh ab_warm
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 for run in ${AB_RUNS:-old1 new1 old2 new2}; do
   tree=$( [ "${run%[0-9]}" = new ] && echo . || echo .device_old )
   PYTHONPATH=$tree/src:${PYTHONPATH#src:} timeout ${AB_S:-100} python3 -m webrank bench gpu \

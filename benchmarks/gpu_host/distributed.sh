@@ -4,7 +4,7 @@
 # append to $OUT/distributed_h200x2.jsonl, logs to $OUT/*.log. ONLY="pytest strong27 ..."
 # runs just the steps named; PYTEST_K narrows the tests (pytest -k).
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 nvidia-smi -L; which mpirun torchrun

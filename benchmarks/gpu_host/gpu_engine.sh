@@ -2,10 +2,10 @@
 # The GPU engine's device call (one run of the device tool): the engine tests, then the
 # gpu bench suite, each under its own time limit, results packed under $OUT.
 #   TESTS="tests/test_gpu_engines.py" TEST_LIMIT=200 BENCH_LIMIT=330 BENCH_ARGS="--repeats 1" \
-#     bash benchmarks/device_gpu_engine.sh
+#     bash benchmarks/gpu_host/run.sh gpu_engine
 # Run from the repo root with the datasets in .device_data/ and isal's wheel in .whl/.
 set -uo pipefail
-. "$(dirname "$0")/device_env.sh"
+. "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
 python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'numpy', numpy.__version__)"
 if [ -n "${TESTS:-tests/test_gpu_engines.py}" ]; then
