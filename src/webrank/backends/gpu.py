@@ -28,8 +28,8 @@ HEAVY_SEGMENT = 256  # in-links per warp in such a row
 REORDERINGS = (None, "auto", "out-degree")
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
-# "auto" reorders graphs with at least this many edges: R-MAT 19 and up (H100: scale 26
-# 29 -> 16 ms per step, scale 22 0.98 -> 0.85 ms; cnr-2000, in L2 anyway: no gain)
+# "auto" reorders graphs with at least this many edges (R-MAT 19 and up): smaller ones
+# keep their gathered vector in L2 anyway (measured in docs/benchmarks.md)
 REORDER_MIN_EDGES = 2**23
 
 

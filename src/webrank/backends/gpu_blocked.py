@@ -41,7 +41,7 @@ SUMS_BYTES = 96 * 1024
 SUM_ITEMSIZE = 8
 #: most bytes of xs a scatter block holds (one source chunk): 2**15 float32 sources, one
 #: block an SM. The plan takes chunks that large only where blocks would otherwise be
-#: small (R-MAT 26 on an H100: 8.8 ms a step against 11.2 with at most 2**14 sources)
+#: small (larger chunks pay off on the largest graphs: docs/benchmarks.md)
 WINDOW_BYTES = 128 * 1024
 
 

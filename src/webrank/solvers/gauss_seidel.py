@@ -118,7 +118,7 @@ def gauss_seidel(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
             checked, _r, res = run.check(sweeps.full())
             if res < tol or run.iterations == max_iter:
                 break
-            sweeps.restart(checked)  # (clipped)
+            sweeps.restart(checked)  # from the clipped, checked iterate
             run.failed_checks += 1
             if change > 0:
                 ratio = res / change
