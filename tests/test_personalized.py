@@ -354,7 +354,7 @@ def test_gpu_wide_blocks_with_hub_rows_match_cpu(dtype, weighted, criterion):
 def test_seed_columns_are_scipys_matrix(n, k, data):
     """SeedColumns (the seeds held without SciPy) against scipy.sparse: repeated entries
     added up, columns selected in any order, rows by row, sums, a dense column."""
-    from webrank.backends.batch import SeedColumns
+    from webrank.backends.seeds import SeedColumns
 
     m = data.draw(st.integers(0, 40))
     rows = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m)), int)

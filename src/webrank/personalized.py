@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from webrank.backends import device_name, make_batch_operator, resolve_device
-from webrank.backends.batch import SeedColumns
+from webrank.backends.seeds import SeedColumns
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.ranking import (

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
-from webrank.backends.batch import Batch, BatchOperator, SeedColumns
+from webrank.backends.batch import Batch, BatchOperator
 from webrank.backends.gpu import OnGPU, host_array, on_device, upload_csr
+from webrank.backends.seeds import SeedColumns
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels.cpu import CRITERION_CODE
