@@ -51,7 +51,9 @@ html_theme = "pydata_sphinx_theme"
 html_title = f"webrank {release}"
 html_theme_options = {
     "navigation_depth": 3,
+    "show_nav_level": 2,  # a section's pages and their headings in the left sidebar
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["webrank.css"]  # code wraps instead of scrolling
