@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import webrank
 from webrank import generate as gen
 from webrank.generate import erdos_renyi, generate, rmat, scale_free, watts_strogatz
 
@@ -497,7 +498,56 @@ def test_generate_dispatch():
     _assert_same(generate("scale_free", 300, seed=1), scale_free(300, seed=1))
     _assert_same(generate("rmat", 8, seed=1, edge_factor=4), rmat(8, 4, seed=1))
     _assert_same(generate("graph500", 8, seed=1, p=None), rmat(8, seed=1))
+    _assert_same(generate("web", 8, seed=1, local=0.5), gen.web_crawl(8, seed=1, local=0.5))
     for kind in gen.KINDS:
-        assert gen.KINDS[kind] in ("er", "ws", "scale-free", "rmat")
+        assert gen.KINDS[kind] in ("er", "ws", "scale-free", "rmat", "web")
     with pytest.raises(ValueError):
         generate("barabasi", 10)
+
+
+def test_web_crawl_has_locality_power_laws_and_a_frontier():
+    """The web-like generator: its share of near links, its dangling share, heavy-tailed
+    degrees on both sides, and the same arrays for the same seed."""
+    from webrank.generate import web_crawl
+
+    src, dst, n = web_crawl(14, seed=4)
+    assert n == 2**14 and src.size == dst.size == 16 * n
+    assert src.dtype == dst.dtype == np.int64
+    assert src.min() >= 0 and max(src.max(), dst.max()) < n
+    gap = np.abs(dst - src)
+    gap = np.minimum(gap, n - gap)
+    near = np.mean(gap <= 1024)
+    assert 0.88 < near < 0.95  # 90% near (mean offset 32) plus far links that land near
+    out_degree = np.bincount(src, minlength=n)
+    assert 0.18 < np.mean(out_degree == 0) < 0.22
+    in_degree = np.bincount(dst, minlength=n)
+    # heavy tails: the largest degrees are far above the mean (16)
+    assert in_degree.max() > 50 * 16 and out_degree.max() > 10 * 16
+    again = web_crawl(14, seed=4)
+    np.testing.assert_array_equal(again[0], src)
+    np.testing.assert_array_equal(again[1], dst)
+    other = web_crawl(14, seed=5)
+    assert not np.array_equal(other[1], dst)
+    s, d, _ = web_crawl(12, seed=1, local=0.0, dangling=0.0)
+    gap = np.abs(d - s)
+    assert np.mean(np.minimum(gap, 4096 - gap) <= 32) < 0.2  # no locality asked for
+    with pytest.raises(ValueError, match="local"):
+        web_crawl(4, local=1.5)
+    with pytest.raises(ValueError, match="dangling"):
+        web_crawl(4, dangling=1.0)
+
+
+def test_web_kind_through_generate_graph_and_the_cli(tmp_path):
+    g = webrank.generate_graph("web", 10, seed=2)
+    assert g.n == 1024 and g.num_edges > 10 * 1024
+    r = webrank.pagerank(g, tol=1e-10, device="cpu")
+    assert r.converged and abs(r.scores.sum() - 1) < 1e-12
+    from click.testing import CliRunner
+
+    from webrank.cli import cli
+
+    out = tmp_path / "web.txt"
+    res = CliRunner().invoke(cli, ["generate", "web", "9", "-o", str(out), "--seed", "1",
+                                   "-p", "local=0.5"])
+    assert res.exit_code == 0, res.output
+    assert webrank.load(str(out)).num_edges > 0

@@ -492,10 +492,13 @@ def warmup(jobs, force) -> None:
 @click.option("--param", "-p", multiple=True, metavar="NAME=VALUE",
               help="Generator parameter, e.g. -p avg_degree=5 (repeatable).")
 def generate(kind, size, out, seed, param) -> None:
-    """Write a random graph: KIND er|ws|scale-free|rmat, SIZE nodes (rmat: the scale).
+    """Write a random graph: KIND er|ws|scale-free|rmat|web, SIZE nodes (rmat, web: the
+    scale, log2 of the node count).
 
     Erdős–Rényi, Watts–Strogatz small world, Bollobás scale free (as networkx's
-    scale_free_graph), R-MAT with Graph500 parameters.
+    scale_free_graph), R-MAT with Graph500 parameters, and a web-like graph in crawl
+    order (power-law degrees, 90% of the links to nearby ids, 20% of the pages without
+    out-links; -p local=..., -p mean_offset=..., -p dangling=...).
     """
     from webrank.generate import generate as make
     from webrank.graph import Graph
