@@ -1,5 +1,5 @@
-"""Each CPU method's first call on a fresh graph, in one process (issue: CPU ``auto``'s
-first call within 1.1x of the best method's).
+"""Each CPU method's first call on a fresh graph, in one process: does ``auto``'s first
+call stay within 1.1x of the best method's?
 
     python benchmarks/cpu_first_call_methods.py [--scale 22] [--repeat 3] [--out FILE]
 
