@@ -372,6 +372,50 @@ def edit_graph(graph: Graph, added_edges: Any = None, removed_edges: Any = None)
 
 # -- the update -------------------------------------------------------------------------
 
+def _previous(previous_result: Any, graph: Any) -> tuple[Graph, np.ndarray]:
+    """The old graph, on the host (the edit is found and applied there, for a graph
+    loaded for the GPU too; the solve then runs on the device asked for), and the
+    previous scores, checked against it."""
+    if not isinstance(previous_result, PageRankResult):
+        raise ValueError("previous_result must be a PageRankResult (from webrank.pagerank "
+                         f"or webrank.update), not {type(previous_result).__name__}")
+    old = previous_result.graph if graph is None else graph
+    if not isinstance(old, Graph):
+        raise ValueError("graph must be the old webrank.Graph (previous_result has none)")
+    old = old.to_host()
+    x_old = np.asarray(previous_result.scores, dtype=np.float64)
+    if x_old.shape != (old.n,):
+        raise ValueError(f"previous_result has {x_old.size} scores; the graph has "
+                         f"{old.n} nodes")
+    return old, x_old
+
+
+def _check_update_options(tol: float, frontier: Any, frontier_tol: Any,
+                          max_frontier_fraction: Any) -> None:
+    """ValueError, before any work, for the options only :func:`update` takes."""
+    if tol == 0:
+        raise ValueError("tol must be a positive number for update (tol=0, until nothing "
+                         "changes, is pagerank's)")
+    if frontier_tol is not None and not (float(frontier_tol) > 0 and np.isfinite(frontier_tol)):
+        raise ValueError(f"frontier_tol must be a positive number, not {frontier_tol!r}")
+    if not (isinstance(frontier, bool | np.bool_) or frontier == "auto"):
+        raise ValueError(f"frontier must be True, False or 'auto', not {frontier!r}")
+    if not 0.0 < float(max_frontier_fraction) <= 1.0:
+        raise ValueError("max_frontier_fraction must be in (0, 1], not "
+                         f"{max_frontier_fraction!r}")
+
+
+def _frontier_choice(frontier: Any, backend: str) -> tuple[bool, str]:
+    """Whether the frontier phase runs, and why (``info["frontier_choice"]``)."""
+    if frontier == "auto":
+        on_cpu = backend != "gpu"
+        return on_cpu, ("frontier phase on the CPU, then full steps" if on_cpu else
+                        "no frontier phase: on the GPU, warm-started steps of the whole "
+                        "graph cost less than the CPU's frontier phase")
+    return bool(frontier), ("frontier phase (asked)" if frontier
+                            else "no frontier phase (asked)")
+
+
 def update(
     previous_result: PageRankResult,
     graph: Graph | None = None,
@@ -463,34 +507,13 @@ def update(
     >>> r2.method, [node for node, _ in r2.top(3)]
     ('incremental', [2, 1, 0])
     """
-    if not isinstance(previous_result, PageRankResult):
-        raise ValueError("previous_result must be a PageRankResult (from webrank.pagerank "
-                         f"or webrank.update), not {type(previous_result).__name__}")
-    old = previous_result.graph if graph is None else graph
-    if not isinstance(old, Graph):
-        raise ValueError("graph must be the old webrank.Graph (previous_result has none)")
-    # the edit is found and applied on the host (a graph loaded for the GPU included);
-    # the solve then runs on the device asked for
-    old = old.to_host()
-    x_old = np.asarray(previous_result.scores, dtype=np.float64)
-    if x_old.shape != (old.n,):
-        raise ValueError(f"previous_result has {x_old.size} scores; the graph has "
-                         f"{old.n} nodes")
+    old, x_old = _previous(previous_result, graph)
     alpha = float(previous_result.alpha)
     tol = previous_result.tol if tol is None else tol
     criterion = previous_result.criterion if criterion is None else criterion
     dtype = previous_result.dtype
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
-    if tol == 0:
-        raise ValueError("tol must be a positive number for update (tol=0, until nothing "
-                         "changes, is pagerank's)")
-    if frontier_tol is not None and not (float(frontier_tol) > 0 and np.isfinite(frontier_tol)):
-        raise ValueError(f"frontier_tol must be a positive number, not {frontier_tol!r}")
-    if not (isinstance(frontier, bool | np.bool_) or frontier == "auto"):
-        raise ValueError(f"frontier must be True, False or 'auto', not {frontier!r}")
-    if not 0.0 < float(max_frontier_fraction) <= 1.0:
-        raise ValueError("max_frontier_fraction must be in (0, 1], not "
-                         f"{max_frontier_fraction!r}")
+    _check_update_options(tol, frontier, frontier_tol, max_frontier_fraction)
 
     t0 = time.perf_counter()
     edit = _resolve_edit(old, added_edges, removed_edges)
@@ -499,13 +522,7 @@ def update(
     d = as_distribution(dangling, new, "dangling")
     backend = resolve_device(device)
     t_edit = time.perf_counter() - t0
-    if frontier == "auto":
-        frontier = backend != "gpu"
-        choice = ("frontier phase on the CPU, then full steps" if frontier else
-                  "no frontier phase: on the GPU, warm-started steps of the whole graph "
-                  "cost less than the CPU's frontier phase")
-    else:
-        choice = "frontier phase (asked)" if frontier else "no frontier phase (asked)"
+    frontier, choice = _frontier_choice(frontier, backend)
 
     n_old, n = old.n, new.n
     v_vec = np.full(n, 1.0 / n) if v is None else v
