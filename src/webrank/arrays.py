@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UPLOAD_SLICE_BYTES", "array_module", "to_device"]
+__all__ = ["UPLOAD_SLICE_BYTES", "array_module", "to_device", "to_host"]
 
 #: bytes of a host array copied to the device per step of :func:`to_device`
 UPLOAD_SLICE_BYTES = 1 << 25
@@ -56,3 +56,8 @@ def to_device(a: Any, dtype: Any = None) -> Any:
     for start in range(0, host.size, step):
         out[start:start + step] = cp.asarray(host[start:start + step], dtype=dtype)
     return out
+
+
+def to_host(a: Any) -> np.ndarray:
+    """A CuPy array copied to a NumPy array; anything else as ``np.asarray`` gives it."""
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)

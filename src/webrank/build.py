@@ -377,9 +377,15 @@ def fixed_node_set(hi: int, num_edges: int, *, labels: Any, node_ids: str,
 def first_bad_weight(w: np.ndarray) -> int | None:
     """Position of the first NaN, infinite or negative entry of ``w`` (weights must be
     finite and >= 0), or None; every reader names it in its own terms."""
-    xp = array_module(w)  # (NumPy's functions on a CuPy array would import SciPy)
-    bad = ~xp.isfinite(w) | (w < 0)
-    return int(xp.argmax(bad)) if bool(bad.any()) else None
+    if array_module(w) is not np:  # one prebuilt kernel (CuPy's operations compile)
+        from webrank.kernels import cuda_vectors as kv
+        from webrank.kernels.cuda_common import find_first
+
+        w = w.astype(np.float64, copy=False)
+        return find_first(kv.get_kernel("wr_weight_bad"), int(w.size), kv.BLOCK,
+                          lambda bad: kv.WEIGHT_BAD.pack(m=int(w.size), weights=w, bad=bad))[0]
+    bad = ~np.isfinite(w) | (w < 0)
+    return int(np.argmax(bad)) if bool(bad.any()) else None
 
 
 def finite_weight_sums(src: Any, dst: Any, weight: Any) -> tuple[Any, Any, Any]:

@@ -50,9 +50,10 @@ from webrank.arrays import array_module, to_device
 from webrank.build import Chunked, Pieces, fixed_node_set
 from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
+from webrank.kernels.cuda_common import find_first, launch_strided
 
 __all__ = ["HOST_BUILD_EDGES", "check_csr", "csr_on_device", "device_build_bytes",
-           "edge_csr_on_device", "first_bad_weight_on_device", "host_csr",
+           "edge_csr_on_device", "host_csr",
            "out_weight_mismatch", "out_weight_of", "out_weight_sums"]
 
 _MAX_NODES = 2**31 - 1  # sources must fit the low 32 bits of a key, and int32 indices
@@ -165,8 +166,7 @@ def _kernel_build(d_src: Any, d_dst: Any, hi: int, n: int, compact: bool,
 def _launch(name: str, size: int, args: tuple, family: Any = ka) -> None:
     """A grid-strided kernel of :mod:`webrank.kernels.cuda_arrays` (or another
     ``family``) over ``size`` items."""
-    grid = int(max(1, min(-(-int(size) // family.BLOCK), 1 << 16)))
-    family.get_kernel(name)((grid,), (family.BLOCK,), args)
+    launch_strided(family.get_kernel(name), size, family.BLOCK, args)
 
 
 def _tile_offsets(cp: Any, length: int, *, vals: Any = None, keys: Any = None
@@ -449,34 +449,15 @@ def _csr_of_keys(keys: Any, row_counts: Any, weights: Any) -> tuple[Any, Any, An
 
 
 # -- the checks of a CSR read onto the device (a graph cache: webrank.io.native) ----------
-NO_BAD = np.iinfo(np.uint64).max  # what the check kernels leave where all is well
-
-
 def check_csr(indptr: Any, indices: Any) -> tuple[int | None, int | None]:
     """``(first row whose pointer decreases, first link out of 0..n-1)`` of a device CSR,
     None where there is none."""
-    import cupy as cp
-
     n, m = int(indptr.size) - 1, int(indices.size)
-    bad = cp.asarray(np.full(2, NO_BAD, dtype=np.uint64))
-    if max(n, m) > 0:
-        _launch(kv.csr_bad_name(indptr.dtype.name, indices.dtype.name), max(n, m),
-                kv.CSR_BAD.pack(n=n, m=m, indptr=indptr, indices=indices, bad=bad), kv)
-    row, link = (None if int(b) == NO_BAD else int(b) for b in bad.get())
+    row, link = find_first(
+        kv.get_kernel(kv.csr_bad_name(indptr.dtype.name, indices.dtype.name)), max(n, m),
+        kv.BLOCK, lambda bad: kv.CSR_BAD.pack(n=n, m=m, indptr=indptr, indices=indices,
+                                              bad=bad), slots=2)
     return row, link
-
-
-def first_bad_weight_on_device(weights: Any) -> int | None:
-    """The first NaN, infinite or negative entry of a float64 device array, or None
-    (:func:`webrank.build.first_bad_weight`)."""
-    import cupy as cp
-
-    m = int(weights.size)
-    bad = cp.asarray(np.full(1, NO_BAD, dtype=np.uint64))
-    if m:
-        _launch("wr_weight_bad", m, kv.WEIGHT_BAD.pack(m=m, weights=weights, bad=bad), kv)
-    k = int(bad.get()[0])
-    return None if k == NO_BAD else k
 
 
 def out_weight_sums(indices: Any, weights: Any, n: int) -> tuple[Any, Any]:
@@ -498,13 +479,10 @@ def out_weight_sums(indices: Any, weights: Any, n: int) -> tuple[Any, Any]:
 def out_weight_mismatch(stored: Any, sums: Any, links: Any) -> tuple[int | None, int | None]:
     """``(first node whose weight sum is not finite, first node whose stored out-weight
     is not its links' sum)`` (:func:`out_weight_sums`; None where there is none)."""
-    import cupy as cp
-
     n = int(stored.size)
-    bad = cp.asarray(np.full(2, NO_BAD, dtype=np.uint64))
-    if n:
-        _launch("wr_out_weight_bad", n, kv.OUT_WEIGHT_BAD.pack(
-            n=n, stored=stored, sums=sums, links=sums if links is None else links,
-            has_w=links is not None, bad=bad), kv)
-    inf, off = (None if int(b) == NO_BAD else int(b) for b in bad.get())
+    inf, off = find_first(
+        kv.get_kernel("wr_out_weight_bad"), n, kv.BLOCK,
+        lambda bad: kv.OUT_WEIGHT_BAD.pack(n=n, stored=stored, sums=sums,
+                                           links=sums if links is None else links,
+                                           has_w=links is not None, bad=bad), slots=2)
     return inf, off

@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from webrank.arrays import array_module
+from webrank.arrays import array_module, to_host
 
 __all__ = ["CertifiedPlace", "certain_cuts", "certified_places", "certified_prefix",
            "error_bound"]
@@ -193,8 +193,7 @@ def certified_prefix(scores: np.ndarray, bound: float, k: int) -> np.ndarray:
 
 def _host(a: Any) -> np.ndarray:
     """A float64 NumPy copy of a host or device array (a device one copied down)."""
-    return np.asarray(a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray)
-                      else a, dtype=np.float64)
+    return np.asarray(to_host(a), dtype=np.float64)
 
 
 def _dangling_mask(graph: Any) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
-from webrank.arrays import array_module, to_device
+from webrank.arrays import array_module, to_device, to_host
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.errors import DeviceMemoryError
@@ -87,10 +87,6 @@ def edge_values(graph: Graph, dtype: Any) -> Any:
         return gpu_arrays.transition_values(graph.indices, graph.weights, graph.out_weight,
                                             dtype)
     return to_device(graph.transition_values(), dtype)
-
-
-def host_array(a: Any) -> np.ndarray:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
 def on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
@@ -376,7 +372,7 @@ class GPUOperator(OnGPU, PageRankOperator):
     def _host_indptr(self) -> np.ndarray:
         """The row pointers on the host (kept: the adaptive steps split rows by them)."""
         if not hasattr(self, "_indptr_host"):
-            self._indptr_host = host_array(self.graph.indptr)
+            self._indptr_host = to_host(self.graph.indptr)
         return self._indptr_host
 
     def _host_dangling(self) -> np.ndarray:

@@ -29,6 +29,7 @@ import numpy as np
 
 from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
+from webrank.kernels.cuda_common import launch_strided
 
 __all__ = ["aitken", "axpy", "clip_negative", "copy_vector", "divide", "dot",
            "full", "gather_vector", "gemv", "google_product", "heavy_rows", "node_scale", "norm",
@@ -36,16 +37,8 @@ __all__ = ["aitken", "axpy", "clip_negative", "copy_vector", "divide", "dot",
            "take_columns",
            "transition_values", "vector_sums", "write_history_start"]
 
-#: most blocks of a grid-strided launch
-MAX_GRID = 1 << 16
-
-
-def _grid(n: int) -> int:
-    return int(max(1, min(-(-int(n) // ka.BLOCK), MAX_GRID)))
-
-
 def _launch(name: str, n: int, args: tuple, family: Any = ka) -> None:
-    family.get_kernel(name)((_grid(n),), (family.BLOCK,), args)
+    launch_strided(family.get_kernel(name), n, family.BLOCK, args)
 
 
 def full(n: int, value: float, dtype: Any = np.float64) -> Any:
@@ -346,8 +339,7 @@ def google_product(indptr: Any, indices: Any, vals: Any, x: Any, inv_out: Any,
     if n:
         name = kv.google_product_name(indptr.dtype.name, indices.dtype.name,
                                       None if vals is None else vals.dtype.name)
-        kv.get_kernel(name)((_grid(-(-n * 32 // kv.BLOCK) * kv.BLOCK),), (kv.BLOCK,),
-                            kv.GOOGLE_PRODUCT.pack(
+        launch_strided(kv.get_kernel(name), n * 32, kv.BLOCK, kv.GOOGLE_PRODUCT.pack(
             n=n, indptr=indptr, indices=indices, vals=x if vals is None else vals, x=x,
             inv_out=inv_out, alpha=alpha, cd=cd, d=d, cv=cv, v=v, y=y))
     return y
@@ -361,11 +353,13 @@ def scatter_add(rows: Any, values: Any, out: Any) -> None:
                                                          out=out), kv)
 
 
-def scale_rows(x: Any, factor: Any, dtype: Any) -> Any:
-    """``x * factor[:, None]`` of a row-major n×b float64 block, in ``dtype``."""
+def scale_rows(x: Any, factor: Any, dtype: Any, out: Any = None) -> Any:
+    """``x * factor[:, None]`` of a row-major n×b float64 block, in ``dtype`` (into
+    ``out``, a row-major block of that dtype, if given)."""
     import cupy as cp
 
-    out = cp.empty(x.shape, dtype=dtype)
+    if out is None:
+        out = cp.empty(x.shape, dtype=dtype)
     n, b = x.shape
     if x.size:
         _launch(kv.scale_rows_name(out.dtype.name), x.size, kv.SCALE_ROWS.pack(

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
+from webrank.arrays import to_host
 from webrank.backends.batch import Batch, BatchOperator
-from webrank.backends.gpu import OnGPU, host_array, on_device, upload_csr
+from webrank.backends.gpu import OnGPU, on_device, upload_csr
 from webrank.backends.seeds import SeedColumns
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
@@ -43,7 +44,7 @@ class GPUBatchOperator(OnGPU, BatchOperator):
         self._dangling_f = cp.asarray(dangling.astype(np.float64))  # for the column sums
         self._ones = None
         self._cuda = cuda_ppr
-        indptr = host_array(graph.indptr).astype(np.int64)
+        indptr = to_host(graph.indptr).astype(np.int64)
         self._ip = graph.indptr.dtype
         self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
         self._scratch = None
@@ -77,11 +78,7 @@ class GPUBatchOperator(OnGPU, BatchOperator):
                      dmass=np.full(b, dm), mass=np.ones(b))
 
     def gathered(self, x: Any, out: Any = None) -> Any:
-        g = gpu_arrays.scale_rows(x, self.inv_out, self.dtype)
-        if out is None:
-            return g
-        self.xp.copyto(out, g)
-        return out
+        return gpu_arrays.scale_rows(x, self.inv_out, self.dtype, out)
 
     def column_sums(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         if self._ones is None:

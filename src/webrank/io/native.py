@@ -327,67 +327,68 @@ def _stored_arrays(path: str, archive: zipfile.ZipFile,
     return out
 
 
-def _out_weights(indices: Any, weights: Any, n: int) -> Any:
-    """Each node's out-weight: its links' count, or the sum of their weights, in link
-    order (the order of the build's ``np.bincount``: the same floats). On the host
+def _out_weights(indices: np.ndarray, weights: Any, n: int) -> np.ndarray:
+    """Each node's out-weight on the host: its links' count, or the sum of their weights,
+    in link order (the order of the build's ``np.bincount``: the same floats), by
     ``np.add.at``, as fast as ``np.bincount`` without its int64 copy of the indices
     (8 bytes a link)."""
-    xp = array_module(indices)
-    if xp is not np:
-        return (xp.bincount(indices, minlength=n) if weights is None
-                else xp.bincount(indices, weights=weights, minlength=n)).astype(xp.float64)
     out = np.zeros(n, np.float64)
     np.add.at(out, indices, 1.0 if weights is None else weights)
     return out
 
 
-def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> Any:
-    """The stored out-weights, after checking node by node that they are what the links
-    give: exactly for link counts; for sums of weights, to the rounding that another order
-    of the same additions can make (``links * 2**-52`` relative: a build on the GPU adds
-    in another order than the host's). A cache whose out-weights disagree with its links
-    would rank another graph than its CSR, and certify it; within that rounding both are
-    the same graph's, and the stored ones keep the load's bits those of the build."""
-    xp = array_module(indices)
-    if xp is not np:  # on the device: by prebuilt kernels (CuPy's would compile)
+def _out_weight_faults(stored: Any, indices: Any, weights: Any
+                       ) -> tuple[int | None, int | None, Any]:
+    """``(first node whose weights add up beyond float64, first node whose stored
+    out-weight is not its links' sum, the sums)``, None where there is none: exactly for
+    link counts; for sums of weights, to the rounding that another order of the same
+    additions can make (``links * 2**-52`` relative: a build on the GPU adds in another
+    order than the host's). On the device by prebuilt kernels (CuPy's would compile)."""
+    if array_module(indices) is not np:
         from webrank.build_gpu import out_weight_mismatch, out_weight_sums
 
         sums, links = out_weight_sums(indices, weights, stored.size)
-        inf, k = out_weight_mismatch(stored, sums, links)
-        if inf is not None:
-            raise bad(f"the weights of node {inf}'s links add up beyond the float64 range "
-                      "(re-create the cache from the source file)")
-        if k is not None:
-            what = "weights add" if weights is not None else "count comes to"
-            raise bad(f"out_weight of node {k} is {float(stored[k])!r}, but its links' "
-                      f"{what} {float(sums[k])!r}")
-        return stored
+        return (*out_weight_mismatch(stored, sums, links), sums)
     sums = _out_weights(indices, weights, stored.size)
     if weights is None:
         off = stored != sums
     else:
-        if not bool(xp.isfinite(sums).all()):
-            k = int(xp.argmax(~xp.isfinite(sums)))
-            raise bad(f"the weights of node {k}'s links add up beyond the float64 range "
-                      "(re-create the cache from the source file)")
-        links = _out_weights(indices, None, stored.size)
-        slack = (links + 1.0) * 2.0**-52 * sums
-        off = ~(xp.abs(stored - sums) <= slack)  # (a NaN is off too)
-    if bool(off.any()):
-        k = int(xp.argmax(off))
+        infinite = ~np.isfinite(sums)
+        if infinite.any():
+            return int(np.argmax(infinite)), None, sums
+        slack = (_out_weights(indices, None, stored.size) + 1.0) * 2.0**-52 * sums
+        off = ~(np.abs(stored - sums) <= slack)  # (a NaN is off too)
+    return None, (int(np.argmax(off)) if off.any() else None), sums
+
+
+def _checked_out_weights(stored: Any, indices: Any, weights: Any, bad: Any) -> Any:
+    """The stored out-weights, after checking node by node that they are what the links
+    give (:func:`_out_weight_faults`). A cache whose out-weights disagree with its links
+    would rank another graph than its CSR, and certify it; within the rounding both are
+    the same graph's, and the stored ones keep the load's bits those of the build."""
+    infinite, k, sums = _out_weight_faults(stored, indices, weights)
+    if infinite is not None:
+        raise bad(f"the weights of node {infinite}'s links add up beyond the float64 range "
+                  "(re-create the cache from the source file)")
+    if k is not None:
         what = "weights add" if weights is not None else "count comes to"
         raise bad(f"out_weight of node {k} is {float(stored[k])!r}, but its links' {what} "
                   f"{float(sums[k])!r}")
     return stored
 
 
-def _first_bad_weight(weights: Any) -> int | None:
-    """:func:`webrank.graph.first_bad_weight`, on the device by a prebuilt kernel."""
-    if array_module(weights) is np:
-        return first_bad_weight(weights)
-    from webrank.build_gpu import first_bad_weight_on_device
+def _csr_faults(indptr: Any, indices: Any, n: int) -> tuple[int | None, int | None]:
+    """``(first row whose pointer decreases, first link whose index is outside
+    0..n-1)``, None where there is none; on the device by one prebuilt kernel."""
+    if array_module(indices) is not np:
+        from webrank.build_gpu import check_csr
 
-    return first_bad_weight_on_device(weights)
+        return check_csr(indptr, indices)
+    down = indptr[1:] < indptr[:-1]
+    row = int(np.argmax(down)) if down.any() else None
+    if not indices.size or (0 <= int(indices.min()) and int(indices.max()) < n):
+        return row, None
+    return row, int(np.argmax((indices < 0) | (indices >= n)))
 
 
 def _build(data: dict[str, Any], name: str) -> Graph:
@@ -408,26 +409,12 @@ def _build(data: dict[str, Any], name: str) -> Graph:
     if (indices.ndim != 1 or indices.dtype.kind != "i" or indices.size != m
             or int(indptr[0]) != 0):
         raise bad("indptr and indices disagree")
-    xp = array_module(indices)
-    if xp is not np:  # on the device: one prebuilt kernel
-        from webrank.build_gpu import check_csr
-
-        row, link = check_csr(indptr, indices)
-        if row is not None:
-            raise bad("indptr is not non-decreasing")
-        if link is not None:
-            v = int(indices[link])
-            raise bad(f"indices out of range: link {link} has source node {v}, outside "
-                      f"0..{n - 1}")
-    elif n and bool(np.any(indptr[1:] < indptr[:-1])):
+    row, link = _csr_faults(indptr, indices, n)
+    if row is not None:
         raise bad("indptr is not non-decreasing")
-    elif m:
-        lo, hi = int(indices.min()), int(indices.max())
-        if lo < 0 or hi >= n:
-            v = lo if lo < 0 else hi
-            k = int(xp.argmax(indices == v))
-            raise bad(f"indices out of range: link {k} has source node {v}, outside "
-                      f"0..{n - 1}")
+    if link is not None:
+        raise bad(f"indices out of range: link {link} has source node "
+                  f"{int(indices[link])}, outside 0..{n - 1}")
     if out_weight.shape != (n,) or out_weight.dtype.kind != "f":
         raise bad("out_weight is not a float array of one entry per node")
     weights = data.get("weights")
@@ -435,7 +422,7 @@ def _build(data: dict[str, Any], name: str) -> Graph:
         raise bad("weights is not a float array of one entry per link")
     if weights is not None and weights.dtype != np.float64:
         weights = weights.astype(np.float64)  # (webrank writes float64; the kernels read it)
-    if weights is not None and (k := _first_bad_weight(weights)) is not None:
+    if weights is not None and (k := first_bad_weight(weights)) is not None:
         raise bad(f"link {k} has weight {float(weights[k])}")
     out_weight = _checked_out_weights(out_weight, indices, weights, bad)
     labels = data.get("labels")

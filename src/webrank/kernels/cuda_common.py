@@ -190,6 +190,35 @@ def _compile(device_id: int, source: str, name: str, cooperative: bool):
     return module.get_function(name)
 
 
+#: most blocks of a grid-strided launch
+MAX_GRID = 1 << 16
+
+
+def launch_strided(kernel: Any, items: int, block: int, args: tuple) -> None:
+    """Launch a grid-strided ``kernel`` (its loops stride by the grid) over ``items``
+    items: blocks of ``block`` threads, as many as cover them, at most :data:`MAX_GRID`."""
+    grid = int(max(1, min(-(-int(items) // block), MAX_GRID)))
+    kernel((grid,), (block,), args)
+
+
+#: what a search kernel's counters hold until it finds something (u64 ~0)
+NOT_FOUND = (1 << 64) - 1
+
+
+def find_first(kernel: Any, items: int, block: int, pack: Any, slots: int = 1
+               ) -> list[int | None]:
+    """Run a search kernel over ``items`` items that lowers each of ``slots`` u64
+    counters (atomicMin) to the first index where it finds what that counter looks for:
+    ``pack(counters)`` gives its arguments. The indices found, None where none was (one
+    copy back)."""
+    import cupy as cp
+
+    found = cp.asarray(np.full(slots, NOT_FOUND, dtype=np.uint64))
+    if items > 0:
+        launch_strided(kernel, items, block, pack(found))
+    return [None if int(b) == NOT_FOUND else int(b) for b in found.get()]
+
+
 def compiled_kernel(source: str, name: str, *, cooperative: bool = False):
     """The kernel ``name`` (a template instantiation) of ``source`` for the current
     device, once per process and device: from the binaries built with the package
