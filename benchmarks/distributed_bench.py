@@ -3,6 +3,7 @@ single GPU here builds or holds, and out-of-core runs against the host-link floo
 
     python benchmarks/distributed_bench.py env                 # links and bandwidths
     python benchmarks/distributed_bench.py strong 27           # R-MAT 27 on 1 and 2 GPUs
+    python benchmarks/distributed_bench.py scaling 22,24,27    # 1/2/4 GPUs via pagerank
     python benchmarks/distributed_bench.py large 29            # generated across the GPUs
     python benchmarks/distributed_bench.py ooc 28 --cap 0.25   # streamed, capped memory
     python benchmarks/distributed_bench.py cli DATA_DIR        # rank --gpus, mpirun
@@ -179,6 +180,122 @@ def measure_strong(scale: int) -> dict[str, Any]:
     out["speedup_vs_best_1gpu"] = best1 / out[f"{gpus}gpu_ms"]
     out["speedup_vs_1gpu_pull"] = out["1gpu_pull_ms"] / out[f"{gpus}gpu_ms"]
     return out
+
+
+def _host_rmat(scale: int) -> Any:
+    """R-MAT ``scale`` built on GPU 0, as a host graph (what a user passes)."""
+    import cupy as cp
+
+    g = _rmat_graph(scale).to_host()
+    cp.get_default_memory_pool().free_all_blocks()
+    return g
+
+
+def _forget_all(g: Any) -> None:
+    import cupy as cp
+
+    g.forget(lambda k: True)
+    for d in range(cp.cuda.runtime.getDeviceCount()):
+        with cp.cuda.Device(d):
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def measure_scaling(scales: list[int], real: str | None = None) -> dict[str, Any]:
+    """1, 2, ... every GPU, all timed the same way: ``webrank.pagerank(g, device="gpu",
+    gpus=N, force_gpus=True)`` on one host graph, per engine (one GPU's engine, or each
+    part's). ``first_s``: the first call (placement included); ``whole_ms``: median of
+    three later calls to tol 1e-10 (placement reused); ``step_ms``: marginal cost of a
+    step from runs of 10 and 40 steps; ``l1_vs_1gpu``: L1 distance of the scores to one
+    GPU's (pull). Then the exchange alone, and a real graph with ``gpus=N`` unforced."""
+    import cupy as cp
+
+    import webrank
+
+    visible = cp.cuda.runtime.getDeviceCount()
+    counts = [c for c in (1, 2, 4, 8) if c <= visible]
+    out: dict[str, Any] = {"gpus_visible": visible}
+    for scale in scales:
+        g = _host_rmat(scale)
+        row: dict[str, Any] = {"n": g.n, "edges": g.num_edges}
+        ref = None
+        for gpus in counts:
+            for engine in ("pull", "blocked"):
+                kw: dict[str, Any] = {"device": "gpu", "dtype": "float32",
+                                      "engine": engine, "alpha": ALPHA}
+                if gpus > 1:
+                    kw.update(gpus=gpus, force_gpus=True)
+                _sync_all()
+                t0 = time.perf_counter()
+                r = webrank.pagerank(g, tol=TOL, **kw)
+                first = time.perf_counter() - t0
+                r, whole = _timed(lambda g=g, kw=kw: webrank.pagerank(g, tol=TOL, **kw), 3)
+
+                def steps(k: int, g: Any = g, kw: dict[str, Any] = kw) -> Any:
+                    return webrank.pagerank(g, tol=1e-300, max_iter=k,
+                                            raise_on_nonconvergence=False, **kw)
+
+                cell = {"first_s": first, "whole_ms": 1e3 * whole,
+                        "solve_ms": 1e3 * r.elapsed, "setup_ms": 1e3 * r.setup_time,
+                        "step_ms": _marginal(steps, 10, 40), "iterations": r.iterations}
+                if ref is None:
+                    ref = r.scores
+                cell["l1_vs_1gpu"] = float(np.abs(r.scores - ref).sum())
+                for key in ("exchange", "exchanged_values", "placement_s", "part_engines",
+                            "engine", "placement_phases"):
+                    if key in r.info:
+                        cell[key] = r.info[key]
+                row[f"{gpus}gpu_{engine}"] = cell
+                print(scale, gpus, engine, json.dumps(cell, default=str), flush=True)
+            if gpus > 1:
+                op_key = next(k for k in g._cache if isinstance(k, tuple)
+                              and k[:2] == ("placement", gpus))
+                pl = g._cache[op_key]
+                bufs = _full_bufs(pl, pl.exchange.width)
+                _, t = _timed(lambda pl=pl, bufs=bufs: pl.exchange.move(pl.comm, bufs), 5)
+                row[f"{gpus}gpu_exchange_ms"] = 1e3 * t
+                full = _full_bufs(pl, g.n)  # the node-ordered all-gather this replaced
+                _, t = _timed(lambda pl=pl, full=full: pl.comm.allgatherv(full, pl.bounds), 3)
+                row[f"{gpus}gpu_unpacked_allgatherv_ms"] = 1e3 * t
+                del bufs, full
+            _forget_all(g)
+        best1 = min(row["1gpu_pull"]["step_ms"], row["1gpu_blocked"]["step_ms"])
+        whole1 = min(row["1gpu_pull"]["whole_ms"], row["1gpu_blocked"]["whole_ms"])
+        for gpus in counts[1:]:
+            step = min(row[f"{gpus}gpu_pull"]["step_ms"], row[f"{gpus}gpu_blocked"]["step_ms"])
+            whole = min(row[f"{gpus}gpu_pull"]["whole_ms"],
+                        row[f"{gpus}gpu_blocked"]["whole_ms"])
+            row[f"{gpus}gpu_step_speedup"] = best1 / step
+            row[f"{gpus}gpu_whole_speedup"] = whole1 / whole
+        out[f"rmat{scale}"] = row
+        print(scale, {k: v for k, v in row.items() if "speedup" in k or "exchange" in k},
+              flush=True)
+        del g
+    if real:
+        g = webrank.load(real)
+        res = {}
+        for gpus in counts:
+            kw = {"device": "gpu", "dtype": "float32", "tol": TOL}
+            if gpus > 1:
+                kw["gpus"] = gpus
+            webrank.pagerank(g, **kw)
+            r, t = _timed(lambda kw=kw: webrank.pagerank(g, **kw), 5)
+            res[f"gpus{gpus}"] = {"whole_ms": 1e3 * t, "ran_on": r.info.get("gpus", gpus),
+                                  "reason": r.info.get("gpus_reason")}
+        res["ratio_max_vs_1"] = res[f"gpus{counts[-1]}"]["whole_ms"] / res["gpus1"]["whole_ms"]
+        out["real"] = {"graph": real, **res}
+        print(out["real"], flush=True)
+    return out
+
+
+def _full_bufs(pl: Any, n: int) -> list[Any]:
+    """A float32 vector of ``n`` zeros on each GPU of a placement."""
+    import cupy as cp
+
+    bufs = []
+    for h in pl.homes:
+        with cp.cuda.Device(h.device):
+            bufs.append(cp.zeros(n, dtype=np.float32))
+    return bufs
 
 
 def measure_large(scale: int) -> dict[str, Any]:
@@ -386,7 +503,9 @@ def measure_cpu(data: str, ranks: int = 2) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["env", "strong", "large", "ooc", "cli", "cpu"])
+    ap.add_argument("what", choices=["env", "strong", "scaling", "large", "ooc", "cli",
+                                     "cpu"])
+    ap.add_argument("--real", default=None, help="scaling: a real graph file, gpus=N unforced")
     ap.add_argument("arg", nargs="?")
     ap.add_argument("--cap", type=float, default=0.25)
     ap.add_argument("--out", default="distributed_results.jsonl")
@@ -397,6 +516,8 @@ def main() -> None:
         res = measure_env()
     elif args.what == "strong":
         res = measure_strong(int(args.arg))
+    elif args.what == "scaling":
+        res = measure_scaling([int(x) for x in args.arg.split(",")], args.real)
     elif args.what == "large":
         res = measure_large(int(args.arg))
     elif args.what == "ooc":

@@ -509,3 +509,22 @@ def test_output_into_a_read_only_folder_is_one_line(tmp_path):
     ro.chmod(0o500)
     r = webrank_cli("rank", f, "-o", ro / "s.csv")
     assert r.returncode == 2 and "permission denied" in r.stderr
+
+
+def test_exchange_packs_the_linked_nodes_of_each_part():
+    """The GPUs' exchange: part i's nodes with out-links take consecutive slots from its
+    base (padded to equal slices for NCCL's all-gather while that adds at most half),
+    every other node the one slot that stays zero."""
+    from webrank.distributed.operator import PAD_LIMIT, Exchange
+
+    ex = Exchange.of_counts([3, 2, 3])
+    assert ex.padded and ex.slice == 3 and ex.base.tolist() == [0, 3, 6, 9]
+    assert ex.zero == 9 and ex.width == 10
+    out_weight = np.array([0.0, 2.0, 0.0, 1.0, 5.0])  # part 1's five rows
+    sources = np.flatnonzero(out_weight > 0)
+    np.testing.assert_array_equal(ex.slots(1, 5, sources, np.int32), [9, 3, 9, 4, 5])
+    skewed = Exchange.of_counts([100, 1, 1, 1])  # padding would quadruple it
+    assert 4 * 100 > PAD_LIMIT * 103 and not skewed.padded
+    assert skewed.base.tolist() == [0, 100, 101, 102, 103] and skewed.width == 104
+    empty = Exchange.of_counts([0, 0])
+    assert empty.slice == 1 and empty.width >= 1

@@ -101,18 +101,76 @@ def test_device_csr_merges_links_a_slice_at_a_time(rng, monkeypatch):
 @pytest.mark.parametrize("method,engine", [("power", "pull"), ("power", "blocked"),
                                            ("gmres", "auto")])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_two_gpus_from_one_process(rng, method, engine, dtype):
+def test_every_gpu_from_one_process(rng, method, engine, dtype):
+    """All the GPUs of the host (2 or 4), forced: a graph this small runs on one."""
+    gpus = gpu_count()
     g = random_graph(rng, 50000, 600000, weighted=True)
-    r = webrank.pagerank(g, device="gpu", gpus=2, method=method, dtype=dtype, tol=1e-11,
-                         engine=engine)
+    r = webrank.pagerank(g, device="gpu", gpus=gpus, force_gpus=True, method=method,
+                         dtype=dtype, tol=1e-11, engine=engine)
     one = webrank.pagerank(g, device="gpu", engine="pull", method=method, dtype=dtype,
                            tol=1e-11)
-    assert r.info["parts"] == 2 and r.device == "gpu"
+    assert r.info["parts"] == gpus and r.device == "gpu"
     if engine != "auto":
-        assert r.info["part_engines"] == [engine, engine]
+        assert r.info["part_engines"] == [engine] * gpus
     assert np.abs(r.scores - one.scores).sum() < (1e-12 if dtype == "float64" else 1e-7)
     with pytest.raises(ValueError, match="does not run on several GPUs"):
         webrank.pagerank(g, device="gpu", gpus=2, method="adaptive")
+
+
+@two_gpus
+def test_placement_is_kept_and_reused(rng):
+    """The parts stay on the GPUs between calls: other alphas, personalization and
+    tolerances reuse them and agree with one GPU; another GPU count replaces them."""
+    g = random_graph(rng, 30000, 300000)
+    kw = {"device": "gpu", "force_gpus": True, "tol": 1e-11}
+    first = webrank.pagerank(g, gpus=2, **kw)
+    assert first.info["placement_reused"] is False
+    v = rng.random(g.n)
+    for extra in ({"alpha": 0.7}, {"personalization": v}, {"tol": 1e-6}):
+        r = webrank.pagerank(g, gpus=2, **{**kw, **extra})
+        assert r.info["placement_reused"] is True
+        one = webrank.pagerank(g, device="gpu", engine="pull",
+                               **{"tol": 1e-11, **extra})
+        assert np.abs(r.scores - one.scores).sum() < max(10 * one.tol, 1e-10)
+    if gpu_count() > 2:
+        r = webrank.pagerank(g, gpus=3, **kw)
+        assert r.info["placement_reused"] is False and r.info["parts"] == 3
+        assert sum(k[0] == "placement" for k in g._cache if isinstance(k, tuple)) == 1
+
+
+@two_gpus
+def test_more_gpus_never_slower_on_a_small_graph(rng):
+    """gpus=N on a graph one GPU holds and ranks faster runs on one, and says so."""
+    g = random_graph(rng, 20000, 200000)
+    r = webrank.pagerank(g, device="gpu", gpus=2, tol=1e-10)
+    assert r.info["gpus"] == 1 and r.info["gpus_reason"].startswith("one GPU")
+    assert "parts" not in r.info
+    one = webrank.pagerank(g, device="gpu", tol=1e-10)
+    np.testing.assert_allclose(r.scores, one.scores, rtol=0, atol=1e-15)
+
+
+@two_gpus
+@pytest.mark.parametrize("padded", [True, False])
+def test_exchange_sends_only_linked_nodes(rng, monkeypatch, padded):
+    """Dangling, isolated and self-linked nodes; the exchange packs the nodes some link
+    reads, padded for NCCL's all-gather or unpadded by broadcasts: the same scores."""
+    import webrank.distributed.operator as dop
+
+    monkeypatch.setattr(dop, "PAD_LIMIT", 1e9 if padded else 0.0)
+    n = 40000
+    src = rng.integers(0, n // 3, 400000)  # two thirds of the nodes link nowhere
+    dst = rng.integers(0, n, 400000)
+    src[:500] = dst[:500]  # self-loops
+    g = webrank.Graph.from_edges(src, dst, node_ids="range", num_nodes=n + 50)  # 50 isolated
+    for dtype in ("float64", "float32"):
+        r = webrank.pagerank(g, device="gpu", gpus=2, force_gpus=True, tol=1e-12,
+                             dtype=dtype)
+        assert r.info["exchange"] == ("all-gather" if padded else "broadcasts")
+        # (the sources: ids below n / 3, and the 500 self-linked nodes)
+        assert r.info["exchanged_values"] <= (2 if padded else 1) * (n // 3 + 500)
+        ref = reference(g)
+        assert np.abs(r.scores - ref.scores).sum() < (1e-10 if dtype == "float64"
+                                                      else 1e-6)
 
 
 @two_gpus
@@ -155,11 +213,12 @@ def test_one_gpu_per_process_under_mpirun(tmp_path, rng):
     scores = np.zeros(g.n)
     scores[t["node"].to_numpy()] = t["score"].to_numpy()
     assert np.abs(scores - reference(g, method="power").scores).sum() < 1e-10
-    # three ranks on a two-GPU host are refused, on every rank, in one line
-    write_shards(g, tmp_path / "s3", 3)
-    out = run_mpi(3, [sys.executable, "-m", "webrank", "rank", str(tmp_path / "s3"),
-                      "--distributed", "--device", "gpu"])
-    assert out.returncode != 0 and "3 ranks were started on" in out.stderr
+    # more ranks than the host has GPUs are refused, on every rank, in one line
+    over = gpu_count() + 1
+    write_shards(g, tmp_path / "s3", over)
+    out = run_mpi(over, [sys.executable, "-m", "webrank", "rank", str(tmp_path / "s3"),
+                         "--distributed", "--device", "gpu"])
+    assert out.returncode != 0 and f"{over} ranks were started on" in out.stderr
 
 
 @two_gpus

@@ -460,6 +460,14 @@ class Graph:
         """Whether :meth:`cached` already holds ``key``."""
         return key in self._cache
 
+    def forget(self, match: Callable[[Any], bool]) -> None:
+        """Drop the cached values whose key ``match`` accepts (their memory, on the host or
+        a GPU, is freed with them; a value with a ``close()`` method is closed first)."""
+        for key in [k for k in self._cache if match(k)]:
+            close = getattr(self._cache.pop(key), "close", None)
+            if close is not None:
+                close()
+
     def remember(self, key: Any, value: Any) -> None:
         """Keep ``value`` for ``key`` (derived data computed elsewhere, e.g. spliced from
         the graph this one was edited from)."""

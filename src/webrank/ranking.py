@@ -135,7 +135,9 @@ def pagerank(
         ``"blocked"`` (:mod:`webrank.backends.cpu`), on the GPU also ``"persistent"``
         and ``"stream"`` (:mod:`webrank.backends.gpu_engines`); ``gpus`` ranks on that
         many GPUs of this host (the graph split into row parts, one per GPU, exchanging
-        through NCCL; :mod:`webrank.distributed`).
+        through NCCL; :mod:`webrank.distributed`): where one GPU holds the graph and is
+        faster (:func:`~webrank.distributed.run.gpus_for`) the run stays on one and
+        ``info["gpus_reason"]`` says why; ``force_gpus=True`` splits it anyway.
 
     Returns
     -------
@@ -208,6 +210,13 @@ def pagerank(
     x0 = as_distribution(nstart, graph, "nstart")
 
     gpus = _check_gpus(options.pop("gpus", None), device, method, options)
+    force_gpus = bool(options.pop("force_gpus", False))
+    gpus_note = None
+    if gpus > 1:  # where one GPU holds the graph and is faster, it runs there
+        from webrank.distributed.run import gpus_for
+
+        gpus_asked = gpus
+        gpus, gpus_note = gpus_for(graph, gpus, dtype, force=force_gpus)
     backend = _solver_device(spec, device)
     if graph.on_gpu and backend == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
@@ -237,7 +246,7 @@ def pagerank(
     t2 = time.perf_counter()
 
     x = out.x
-    on_device = op.xp is not np
+    on_device = op.on_device
     if on_device and not out.normalized:  # normalise where the vector is: one pass there
         x = op.normalized(x)
     scores = op.to_host(x).astype(np.float64, copy=False)
@@ -261,7 +270,9 @@ def pagerank(
         setup_time=t1 - t0,
         device_name=device_name(backend),
         graph=graph,
-        info={**op.info, **out.info},
+        info={**op.info, **out.info,
+              **({"gpus": gpus, "gpus_asked": gpus_asked, "gpus_reason": gpus_note}
+                 if gpus_note else {})},
         personalization=v,
         dangling=d,
     )
@@ -320,9 +331,9 @@ _SOLVER_ARGS = {"op", "x0", "tol", "max_iter", "criterion", "callback"}
 def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
     """Unknown keyword options: a ValueError naming the allowed ones, before any work."""
     allowed = set(inspect.signature(solve).parameters) - _SOLVER_ARGS
-    unknown = set(options) - allowed - set(_BACKEND_OPTIONS) - {"gpus"}
+    unknown = set(options) - allowed - set(_BACKEND_OPTIONS) - {"gpus", "force_gpus"}
     if unknown:
-        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS) | {"gpus"}))
+        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS) | {"gpus", "force_gpus"}))
         raise ValueError(f"unknown options {sorted(unknown)} for method {method!r}; "
                          f"allowed: {known}")
 

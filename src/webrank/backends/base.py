@@ -131,6 +131,12 @@ class Operator:
         # float32 gathers iterate on the change x_k - x_{k-1} (see kernels.cpu.fused_step)
         self.delta_steps = self.dtype == np.float32
 
+    @property
+    def on_device(self) -> bool:
+        """Whether this operator's vectors live on a GPU (the result is normalised there
+        and copied down once)."""
+        return self.xp is not np
+
     def asarray(self, a: Any) -> Any:
         """Move a host array to this backend (float64)."""
         return self.xp.asarray(a, dtype=np.float64)

@@ -31,11 +31,33 @@ from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
 from webrank.kernels.cuda_common import launch_strided
 
-__all__ = ["aitken", "axpy", "clip_negative", "copy_vector", "divide", "dot",
-           "full", "gather_vector", "gemv", "google_product", "heavy_rows", "node_scale", "norm",
-           "out_degree_order", "pinned_empty", "scale", "scale_rows", "scatter_add", "searchsorted",
-           "take_columns",
-           "transition_values", "vector_sums", "write_history_start"]
+__all__ = [
+    "aitken",
+    "axpy",
+    "clip_negative",
+    "copy_vector",
+    "divide",
+    "dot",
+    "full",
+    "gather_vector",
+    "gemv",
+    "google_product",
+    "heavy_rows",
+    "node_scale",
+    "norm",
+    "out_degree_order",
+    "pinned_empty",
+    "remap",
+    "scale",
+    "scale_rows",
+    "scatter_add",
+    "searchsorted",
+    "take",
+    "take_columns",
+    "transition_values",
+    "vector_sums",
+    "write_history_start",
+]
 
 def _launch(name: str, n: int, args: tuple, family: Any = ka) -> None:
     launch_strided(family.get_kernel(name), n, family.BLOCK, args)
@@ -49,6 +71,24 @@ def full(n: int, value: float, dtype: Any = np.float64) -> Any:
     out = cp.empty(int(n), dtype=dtype)
     if n:
         _launch(ka.fill_name(dtype.name), n, ka.FILL_VALUE.pack(n=n, value=value, out=out))
+    return out
+
+
+def upload(a: Any) -> Any:
+    """A host array copied to the current device, straight from its pages.
+
+    ``cupy.asarray`` of an unpinned array first allocates a page-locked buffer of the
+    array's size and copies the array into it, on one thread: for the gigabytes of a
+    graph's links, seconds of pinning and copying before the transfer starts. A CuPy
+    array is returned as it is."""
+    import cupy as cp
+
+    if not isinstance(a, np.ndarray):
+        return cp.asarray(a)
+    a = np.ascontiguousarray(a)
+    out = cp.empty(a.shape, dtype=a.dtype)
+    if a.size:
+        out.set(a)
     return out
 
 
@@ -378,3 +418,20 @@ def take_columns(block: Any, keep: np.ndarray) -> Any:
         _launch(kv.take_columns_name(block.dtype.name), out.size, kv.TAKE_COLUMNS.pack(
             n=n, b=b, nk=keep.size, keep=cp.asarray(keep), src=block, dst=out), kv)
     return out
+
+
+def take(src: Any, idx: Any, out: Any) -> Any:
+    """``out[k] = src[idx[k]]`` for every k of ``idx`` (``out`` as long as ``idx``)."""
+    n = int(idx.size)
+    if n:
+        _launch(kv.take_name(src.dtype.name, idx.dtype.name), n,
+                kv.TAKE.pack(n=n, src=src, idx=idx, out=out), kv)
+    return out
+
+
+def remap(idx: Any, slot: Any) -> Any:
+    """``idx[k] = slot[idx[k]]`` in place (``slot`` of ``idx``'s dtype)."""
+    m = int(idx.size)
+    if m:
+        _launch(kv.remap_name(idx.dtype.name), m, kv.REMAP.pack(m=m, idx=idx, slot=slot), kv)
+    return idx

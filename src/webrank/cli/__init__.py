@@ -127,14 +127,17 @@ def _rank_options(f):
 @click.option("--personalize", type=click.Path(dir_okay=False), default=None,
               help="File of teleport weights: one 'node [weight]' per line.")
 @click.option("--gpus", type=click.IntRange(min=1), default=None,
-              help="Rank on this many GPUs of this host (one row part each, NCCL).")
+              help="Rank on this many GPUs of this host (one row part each, NCCL); a graph "
+                   "that one GPU holds and ranks faster stays on one (the line says why).")
+@click.option("--force-gpus", is_flag=True,
+              help="With --gpus N: split over N GPUs even where one would be faster.")
 @click.option("--distributed", is_flag=True,
               help="One part per process started by mpirun, srun or torchrun: GRAPH is a "
                    "shard directory (convert --shards), a Parquet directory or an edge file; "
                    "-o is a directory of per-rank Parquet parts.")
 @graph_source_options
 def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, top_k,
-         as_json, certified, output, personalize, gpus, distributed,
+         as_json, certified, output, personalize, gpus, force_gpus, distributed,
          source: GraphSource) -> None:
     """Rank the pages of GRAPH and print the top ones."""
     if distributed:
@@ -170,7 +173,7 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
     g = load_graph(graph, source, quiet=as_json)
     load_s = time.perf_counter() - t0
     pers = _read_personalization(personalize, source.options.labels) if personalize else None
-    extra = {"gpus": gpus} if gpus and gpus > 1 else {}
+    extra = {"gpus": gpus, "force_gpus": force_gpus} if gpus and gpus > 1 else {}
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
                     as_json=as_json, certified=certified, output=output,
@@ -312,6 +315,9 @@ def _print_ranking(result, top, g, load_s, certain=None) -> None:
         f"{result.residual:.3e}; compute {result.elapsed:.3f} s, "
         f"setup {result.setup_time:.3f} s, load {load_s:.3f} s"
     )
+    if "gpus_reason" in result.info:
+        con.print(f"asked for {result.info['gpus_asked']} GPUs: ran on "
+                  f"{result.info['gpus_reason']}")
 
 
 def _read_personalization(path: str, labels: str) -> dict:

@@ -20,6 +20,7 @@ one GPU each).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -67,13 +68,14 @@ class _HostPart:
 BLOCKED_MIN_BLOCK = 32
 
 
-def part_engine(part: Part, dtype: np.dtype, engine: str) -> str:
+def part_engine(part: Part, dtype: np.dtype, engine: str, n_src: int | None = None) -> str:
     """The step a GPU part runs: ``"blocked"`` (propagation blocking) or ``"pull"``.
 
     ``"auto"``: blocked while the (chunk, partition) blocks of its layout average at
-    least :data:`BLOCKED_MIN_BLOCK` links. A part's sources span the whole graph, so its
-    blocks shrink as the graph grows past the GPUs (R-MAT 27 on two GPUs: about 48 links
-    a block; R-MAT 29: 12) and the gather's reads fragment.
+    least :data:`BLOCKED_MIN_BLOCK` links. A part's sources span the whole graph (``n_src``
+    slots of the exchanged vector; default the graph's nodes), so its blocks shrink as
+    the graph grows past the GPUs (R-MAT 27 on two GPUs: about 48 links a block; R-MAT
+    29: 12) and the gather's reads fragment.
     """
     if engine != "auto":
         return engine
@@ -81,66 +83,100 @@ def part_engine(part: Part, dtype: np.dtype, engine: str) -> str:
 
     plan = default_plan_args(dtype)
     parts = -(-max(part.rows, 1) // plan["part_rows_max"])
-    chunks = -(-part.n // (1 << plan["chunk_bits_max"]))
+    chunks = -(-(part.n if n_src is None else n_src) // (1 << plan["chunk_bits_max"]))
     return "blocked" if part.num_edges / (parts * chunks) >= BLOCKED_MIN_BLOCK else "pull"
 
 
 class _DevicePart:
-    """A part on one GPU: its CSR, and the pull kernels (webrank.kernels.cuda) or the
-    blocked engine's step (webrank.backends.gpu_blocked)."""
+    """A part on one GPU: its CSR (sources as slots of the packed exchange, see
+    :class:`Exchange`), and the pull kernels (webrank.kernels.cuda) or the blocked
+    engine's step (webrank.backends.gpu_blocked).
 
-    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any,
-                 engine: str = "auto") -> None:
+    Built in two phases: ``__init__`` copies the part up and does its host-side work (one
+    thread per GPU: the copies of several GPUs overlap); :meth:`finish`, once the
+    exchange's layout is known, renames the sources and builds the step.
+    """
+
+    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any) -> None:
         import cupy as cp
 
-        from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, heavy_segments
+        from webrank.backends.gpu import HEAVY_THRESHOLD, heavy_segments
 
+        if part.renamed:
+            raise ValueError(f"part {part.index} was placed by an earlier run (its sources "
+                             "renamed on its GPU): place each part once")
         self.part, self.device, self.stream = part, int(device), stream
         self.r0, self.r1 = part.row_begin, part.row_end
+        self.dtype = np.dtype(dtype)
+        rows = max(self.r1 - self.r0, 1)
+        t0 = time.perf_counter()
         with cp.cuda.Device(self.device):
-            # a part built on its GPU (webrank.distributed.generate) is used in place; a
-            # part read on the host is converted there and copied up (CuPy's casts and
-            # comparisons would compile kernels on a fresh node's first run)
-            host = isinstance(part.indptr, np.ndarray)
+            # a part built on its GPU (webrank.distributed.generate) is used in place (its
+            # indices renamed in place by finish()); a part read on the host is converted
+            # there and copied up (CuPy's casts and comparisons would compile kernels on a
+            # fresh node's first run)
             indptr = part.indptr
             if indptr.dtype != np.int32 and int(indptr[-1]) < 2**31:
                 indptr = indptr.astype(np.int32)
-            self.indptr = indptr = cp.asarray(indptr)
-            self.indices = cp.asarray(part.indices)
+            heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # host NumPy or two kernels
+            t1 = time.perf_counter()
+            upload = gpu_arrays.upload
+            self.indptr = indptr = upload(indptr)
+            self.indices = upload(part.indices)
+            t2 = time.perf_counter()
             self.weighted = part.weights is not None
-            self.vals = (cp.asarray(part.weights.astype(dtype, copy=False))
+            self.vals = (upload(part.weights.astype(dtype, copy=False))
                          if self.weighted else cp.zeros(1, dtype=dtype))
-            if host:
-                ow = np.asarray(part.out_weight, dtype=np.float64)
-                self.inv_out = cp.asarray(gather_scale(ow, weighted=False))  # raw weights
-                self.dangling = cp.asarray(ow == 0)
-            else:
-                self.inv_out, self.dangling = gpu_arrays.node_scale(
-                    cp.asarray(part.out_weight, dtype=np.float64), False)
-            heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # on the device
+            ow = part.out_weight
+            ow = ow.get() if hasattr(ow, "get") else np.asarray(ow, dtype=np.float64)
+            self.inv_out = upload(gather_scale(ow, weighted=False))  # raw weights
+            self.dangling = upload(ow == 0)
+            #: this part's rows that are read by some link (out-weight > 0): what it sends
+            self.sources = np.flatnonzero(ow > 0).astype(self.indices.dtype)
             self.nseg = int(heavy["seg_row"].size)
             self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
             self.threshold = HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max
-            group = cuda.pick_group(heavy["light_mean"] / 16)
-            ip, ix, t = indptr.dtype.name, self.indices.dtype.name, np.dtype(dtype).name
-            self.fused = cuda.get_kernel(ip, ix, t, self.weighted, group)
-            self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
-            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-            rows = max(self.r1 - self.r0, 1)
-            self.grid = int(min(max(1, -(-rows // (BLOCK // group))), sms * 16))
-            self.heavy_grid = int(min(max(1, -(-self.nseg // (BLOCK // 32))), sms * 16))
-            self.block = BLOCK
+            self.group = cuda.pick_group(heavy["light_mean"] / 16)
             self.heavy_sum = cp.zeros(rows, dtype=np.float64)
             self.no_chunk = cp.zeros(1, dtype=np.uint64)  # step counting is the host's
             self.xs_pos = cp.zeros(1, dtype=self.indices.dtype)
-            self.engine = part_engine(part, dtype, engine)
+            #: the step's gathered values of this part's rows, before packing
+            self.scratch = cp.zeros(self.r1 - self.r0, dtype=self.dtype)
+        #: seconds of this part's placement: the CSR copied up, the rest of the host work
+        self.timings = {"csr_copy_s": t2 - t1,
+                        "part_host_s": time.perf_counter() - t0 - (t2 - t1)}
+
+    def finish(self, exchange: Exchange, slot: Any, engine: str) -> None:
+        """Rename the sources to their slots in the exchange (``slot``: every node's,
+        on this device) and build the step."""
+        import cupy as cp
+
+        from webrank.backends.gpu import BLOCK
+
+        t0 = time.perf_counter()
+        with cp.cuda.Device(self.device):
+            gpu_arrays.remap(self.indices, slot)
+            self.part.renamed = self.indices is self.part.indices
+            self.base = int(exchange.base[self.part.index])
+            self.send_rows = cp.asarray(self.sources)
+            ip, ix, t = self.indptr.dtype.name, self.indices.dtype.name, self.dtype.name
+            self.fused = cuda.get_kernel(ip, ix, t, self.weighted, self.group)
+            self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            rows = max(self.r1 - self.r0, 1)
+            self.grid = int(min(max(1, -(-rows // (BLOCK // self.group))), sms * 16))
+            self.heavy_grid = int(min(max(1, -(-self.nseg // (BLOCK // 32))), sms * 16))
+            self.block = BLOCK
+            self.engine = part_engine(self.part, self.dtype, engine, exchange.width)
             self.blocked = None
             if self.engine == "blocked":
                 from webrank.backends.gpu_blocked import blocked_step_of
 
                 self.blocked = blocked_step_of(
                     {"indptr": self.indptr, "indices": self.indices},
-                    self.vals if self.weighted else None, part.n, np.dtype(dtype), sms)
+                    self.vals if self.weighted else None, exchange.width, self.dtype, sms)
+            cp.cuda.Device().synchronize()
+        self.timings["step_build_s"] = time.perf_counter() - t0
 
     def bind(self, *, n: int, v: Any, d: Any, uniform_v: bool, uniform_d: bool,
              alpha: float, crit: int, tol_cmp: float) -> None:
@@ -165,21 +201,201 @@ class _DevicePart:
             step0=0, chunk_len=0, max_steps=1, heavy_threshold=self.threshold,
             heavy_sum=self.heavy_sum, permuted=0, xs_pos=self.xs_pos)
 
+    def send_slice(self, xs: Any) -> Any:
+        """This part's slots of the exchanged vector ``xs``."""
+        return xs[self.base:self.base + self.sources.size]
+
+    def pack(self, xs: Any) -> None:
+        """Copy the gathered values of this part's sources from :attr:`scratch` into its
+        slots of ``xs`` (on the current stream)."""
+        gpu_arrays.take(self.scratch, self.send_rows, self.send_slice(xs))
+
     def launch(self, *, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
                x_out: Any, xs_out: Any) -> None:
         """Queue one step of this part on its device's stream (constants of the last
-        :meth:`bind`)."""
+        :meth:`bind`): read the exchanged ``xs_in``, write this part's slots of
+        ``xs_out``."""
         if self.blocked is not None:
             self.blocked.launch(xs_in=xs_in, x_in=x_in, acc_prev=acc_prev, acc_out=acc_out,
-                                mode=mode, x_out=x_out, xs_out=xs_out, step0=0,
+                                mode=mode, x_out=x_out, xs_out=self.scratch, step0=0,
                                 chunk_len=0, max_steps=1)
-            return
-        if self.nseg:
-            self.heavy_kernel((self.heavy_grid,), (self.block,), self.heavy_args.pack(
-                xs=xs_in, acc_prev=acc_prev))
-        self.fused((self.grid,), (self.block,), self.fused_args.pack(
-            xs=xs_in, x=x_in, acc_prev=acc_prev, acc_out=acc_out, mode=mode, x_out=x_out,
-            xs_out=xs_out))
+        else:
+            if self.nseg:
+                self.heavy_kernel((self.heavy_grid,), (self.block,), self.heavy_args.pack(
+                    xs=xs_in, acc_prev=acc_prev))
+            self.fused((self.grid,), (self.block,), self.fused_args.pack(
+                xs=xs_in, x=x_in, acc_prev=acc_prev, acc_out=acc_out, mode=mode,
+                x_out=x_out, xs_out=self.scratch))
+        self.pack(xs_out)
+
+
+#: the padded exchange (NCCL's all-gather) is used while padding adds at most this share
+#: to the packed slices; past it, per-part broadcasts of the unpadded slices
+PAD_LIMIT = 1.5
+
+
+@dataclass
+class Exchange:
+    """Where each part's gathered values travel between the GPUs: only the nodes some
+    link reads (out-weight > 0; a dangling node's gathered value is 0 and nobody reads
+    it — half of R-MAT's nodes), packed part after part.
+
+    Part i's sources take the slots ``base[i]:base[i] + counts[i]`` of the exchanged
+    vector, in node order; every other node reads slot ``zero`` (never written: 0). With
+    ``padded``, the parts' slices are ``slice`` slots apart, so that NCCL's all-gather of
+    equal slices moves them; otherwise ``base`` is the running sum of ``counts`` and
+    per-part broadcasts move them (:meth:`~webrank.distributed.comm.Comm.allgatherv`).
+    """
+
+    counts: np.ndarray
+    base: np.ndarray
+    padded: bool
+    slice: int
+
+    @classmethod
+    def of_counts(cls, counts: Any) -> Exchange:
+        counts = np.asarray(counts, dtype=np.int64)
+        slice_ = max(int(counts.max(initial=0)), 1)
+        padded = counts.size * slice_ <= PAD_LIMIT * max(int(counts.sum()), 1)
+        if padded:
+            base = np.arange(counts.size + 1, dtype=np.int64) * slice_
+        else:
+            base = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return cls(counts=counts, base=base, padded=padded, slice=slice_)
+
+    @property
+    def zero(self) -> int:
+        """The slot that stays 0 (read by the nodes nobody links from)."""
+        return int(self.base[-1])
+
+    @property
+    def width(self) -> int:
+        """Slots of the exchanged vector."""
+        return self.zero + 1
+
+    def slots(self, part: int, rows: int, sources: np.ndarray, dtype: Any) -> np.ndarray:
+        """The slot of each of part ``part``'s ``rows`` nodes (host)."""
+        out = np.full(rows, self.zero, dtype=dtype)
+        out[sources] = self.base[part] + np.arange(sources.size, dtype=dtype)
+        return out
+
+    def move(self, comm: Comm, bufs: list[Any]) -> None:
+        """Exchange the slices (each home wrote its parts')."""
+        if self.padded:
+            comm.allgather_equal(bufs, self.slice)
+        else:
+            comm.allgatherv(bufs, self.base)
+
+
+def _each_device(fn: Any, items: list[Any]) -> list[Any]:
+    """``fn(item)`` for each item, one thread per item (one GPU each): their host copies
+    and host work overlap."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(fn, items))
+
+
+@dataclass
+class Placement:
+    """A row-partitioned graph placed on the GPUs of its run: each home's
+    :class:`_DevicePart`, the exchange between them and the communicator. Built once per
+    graph (``webrank.pagerank(graph, gpus=N)`` keeps it on the graph) and shared by the
+    operators of later calls: other alphas, personalization vectors, tolerances."""
+
+    homes: list[_DevicePart]
+    bounds: np.ndarray
+    comm: Comm
+    exchange: Exchange
+    dtype: np.dtype
+    seconds: float
+    #: seconds of each phase (the slowest GPU's where they run side by side)
+    timings: dict[str, float]
+
+    @classmethod
+    def build(cls, parts: list[Part], bounds: np.ndarray, comm: Comm, devices: list[int],
+              dtype: Any, engine: str = "auto") -> Placement:
+        import cupy as cp
+
+        t0 = time.perf_counter()
+        dtype = np.dtype(dtype)
+        bounds = np.asarray(bounds, dtype=np.int64)
+        streams = getattr(comm, "streams", None)
+        if streams is None or len(streams) != len(parts):
+            raise ValueError("GPU parts need a GPU communicator with one stream per part")
+        homes = _each_device(lambda a: _DevicePart(a[0], a[1], dtype, a[2]),
+                             list(zip(parts, devices, streams, strict=True)))
+        t1 = time.perf_counter()
+        mine = {h.part.index: int(h.sources.size) for h in homes}
+        counts = {}
+        for got in comm.allgather_obj(mine):
+            counts.update(got)
+        exchange = Exchange.of_counts([counts[i] for i in range(bounds.size - 1)])
+        n = int(bounds[-1])
+
+        def own_slots(h: _DevicePart) -> Any:
+            with cp.cuda.Device(h.device), h.stream:
+                slot = cp.zeros(n, dtype=h.indices.dtype)
+                slot[h.r0:h.r1].set(exchange.slots(h.part.index, h.r1 - h.r0, h.sources,
+                                                   h.indices.dtype), stream=h.stream)
+                return slot
+
+        # every node's slot on every GPU: each sets its own rows', then all-gathered
+        slots = _each_device(own_slots, homes)
+        comm.allgatherv(slots, bounds)
+        for h in homes:
+            h.stream.synchronize()
+        t2 = time.perf_counter()
+        _each_device(lambda a: a[0].finish(exchange, a[1], engine),
+                     list(zip(homes, slots, strict=True)))
+        del slots
+        for h in homes:
+            with cp.cuda.Device(h.device):
+                cp.cuda.Device().synchronize()
+                cp.get_default_memory_pool().free_all_blocks()
+        t3 = time.perf_counter()
+        timings = {"parts_up_s": t1 - t0, "slots_s": t2 - t1, "steps_s": t3 - t2,
+                   **{k: max(h.timings[k] for h in homes) for k in homes[0].timings}}
+        return cls(homes=homes, bounds=bounds, comm=comm, exchange=exchange, dtype=dtype,
+                   seconds=t3 - t0, timings=timings)
+
+    @property
+    def devices(self) -> list[int]:
+        return [h.device for h in self.homes]
+
+    def close(self) -> None:
+        """Release the communicator (the parts' device memory goes with the object)."""
+        self.comm.close()
+
+
+class PartVectors:
+    """A float64 n-vector kept where a partitioned run's parts are: each home's rows on
+    its GPU. NumPy reads it as the whole vector on the host (``np.asarray``, through the
+    operator's :meth:`~PartitionedOperator.to_host`), so that solvers written for host
+    vectors take it; the power method and the result's normalisation keep it on the
+    GPUs."""
+
+    def __init__(self, op: PartitionedOperator, arrays: list[Any]) -> None:
+        self.op, self.arrays = op, arrays
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.op.n,)
+
+    @property
+    def size(self) -> int:
+        return self.op.n
+
+    dtype = np.dtype(np.float64)
+
+    def __len__(self) -> int:
+        return self.op.n
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.op.to_host(self)
+        return out if dtype is None else out.astype(dtype, copy=False)
 
 
 class PartitionedOperator(PageRankOperator):
@@ -210,19 +426,26 @@ class PartitionedOperator(PageRankOperator):
 
     name = "partitioned"
 
-    def __init__(self, parts: list[Part], bounds: np.ndarray, comm: Comm, alpha: float,
-                 personalization: np.ndarray | None, dangling: np.ndarray | None,
-                 dtype: str, devices: list[int] | None = None, check_every: int = 16,
-                 engine: str = "auto") -> None:
+    def __init__(self, parts: list[Part] | None, bounds: np.ndarray | None,
+                 comm: Comm | None, alpha: float, personalization: np.ndarray | None,
+                 dangling: np.ndarray | None, dtype: str, devices: list[int] | None = None,
+                 check_every: int = 16, engine: str = "auto",
+                 placement: Placement | None = None) -> None:
+        if placement is not None:  # the GPUs' parts placed by an earlier call
+            bounds, comm, devices = placement.bounds, placement.comm, placement.devices
+            if np.dtype(dtype) != placement.dtype:
+                raise ValueError(f"the placement stores {placement.dtype.name} gathers, "
+                                 f"not {np.dtype(dtype).name}")
         self.comm = comm
         self.bounds = np.asarray(bounds, dtype=np.int64)
         super().__init__(None, alpha, personalization, dangling, dtype,
                          n=int(self.bounds[-1]))
         self.check_every = int(check_every)
-        self._v = (np.full(self.n, 1.0 / self.n) if personalization is None
-                   else np.asarray(personalization, dtype=np.float64))
+        # full-length teleport and dangling vectors only where given (1 GB each at
+        # R-MAT 27): uniform ones are a constant in the step
+        self._v = None if personalization is None else np.asarray(personalization,
+                                                                   dtype=np.float64)
         self._d = self._v if dangling is None else np.asarray(dangling, dtype=np.float64)
-        self.parts = parts
         self.devices = None if devices is None else [int(d) for d in devices]
         self.kernel = "native" if self.devices is None else "cuda"
         if engine not in PART_ENGINES:
@@ -232,26 +455,91 @@ class PartitionedOperator(PageRankOperator):
             if engine != "auto":
                 raise ValueError(f"engine={engine!r} is a GPU option; CPU parts run the "
                                  "Numba step")
+            self.placement = None
             self._homes = [_HostPart(p, self.dtype) for p in parts]
         else:
-            streams = getattr(comm, "streams", None)
-            if streams is None or len(streams) != len(parts):
-                raise ValueError("GPU parts need a GPU communicator with one stream per part")
-            self._homes = [_DevicePart(p, dev, self.dtype, s, engine)
-                           for p, dev, s in zip(parts, self.devices, streams, strict=True)]
+            self.placement = placement if placement is not None else Placement.build(
+                parts, self.bounds, comm, self.devices, self.dtype, engine)
+            self._homes = self.placement.homes
+        self.parts = [h.part for h in self._homes]
         self.info = {"engine": "partitioned", "parts": int(self.bounds.size - 1),
                      "part_engines": [getattr(h, "engine", "cpu") for h in self._homes],
-                     "processes": comm.size, "part_edges": [p.num_edges for p in parts],
+                     "processes": comm.size,
+                     "part_edges": [p.num_edges for p in self.parts],
                      "comm": type(comm).__name__}
+        if self.placement is not None:
+            ex = self.placement.exchange
+            self.info.update(exchange="all-gather" if ex.padded else "broadcasts",
+                             exchanged_values=int(ex.base[-1]),
+                             placement_s=self.placement.seconds,
+                             placement_phases=self.placement.timings)
         self.timings: dict[str, float] = {}
         self._out_full: np.ndarray | None = None
 
+    @property
+    def on_device(self) -> bool:
+        return self.devices is not None
+
+    # -- device-resident vectors (PartVectors) ----------------------------------------------
+    def _on_homes(self, fn: Any) -> list[Any]:
+        """``fn(index, home)`` on each home's GPU and stream (every device op of a run is
+        queued on the stream its steps use)."""
+        import cupy as cp
+
+        out = []
+        for i, h in enumerate(self._homes):
+            with cp.cuda.Device(h.device), h.stream:
+                out.append(fn(i, h))
+        return out
+
+    def full(self, value: float) -> Any:
+        if self.devices is None:
+            return super().full(value)
+        return PartVectors(self, self._on_homes(
+            lambda i, h: gpu_arrays.full(h.r1 - h.r0, value)))
+
+    def normalized(self, x: Any) -> Any:
+        if not isinstance(x, PartVectors):
+            return super().normalized(np.asarray(x))
+        local = sum(self._on_homes(lambda i, h: gpu_arrays.vector_sums(x.arrays[i])[0]))
+        total = self.comm.sum_host(local)
+        if not total > 0:
+            return x
+        return PartVectors(self, self._on_homes(
+            lambda i, h: gpu_arrays.divide(x.arrays[i], total)))
+
+    def to_host(self, a: Any) -> np.ndarray:
+        """The whole vector on the host; a :class:`PartVectors` is copied down by one
+        thread per GPU, each into its rows of one array (the copies and the page faults
+        of a fresh array overlap), then all-gathered across processes."""
+        if not isinstance(a, PartVectors):
+            return np.asarray(a)
+        import cupy as cp
+
+        local = sum(h.r1 - h.r0 for h in self._homes)
+        out = np.empty(self.n) if local == self.n else np.zeros(self.n)
+
+        def down(i: int) -> None:
+            h = self._homes[i]
+            with cp.cuda.Device(h.device):
+                h.stream.synchronize()
+                a.arrays[i].get(out=out[h.r0:h.r1])
+
+        _each_device(down, list(range(len(self._homes))))
+        self._host_gather(out)
+        return out
+
+    def synchronize(self) -> None:
+        for h in self._homes:
+            if self.devices is not None:
+                h.stream.synchronize()
+
     # -- vectors of the solvers (full length, replicated) ------------------------------
     def teleport(self) -> np.ndarray:
-        return self._v
+        return np.full(self.n, 1.0 / self.n) if self._v is None else self._v
 
     def dangling_dist(self) -> np.ndarray:
-        return self._d
+        return self.teleport() if self._d is None else self._d
 
     def _host_gather(self, buf: np.ndarray) -> None:
         """All-gather a host vector's part slices across processes (the homes of this
@@ -286,9 +574,22 @@ class PartitionedOperator(PageRankOperator):
             if self.devices is None:
                 y[home.r0:home.r1] = home.matrix(self.n) @ xs
             else:
-                y[home.r0:home.r1] = self._device_product(home, xs)
+                y[home.r0:home.r1] = self._device_product(home, self._packed_host(xs))
         self._host_gather(y)
         return y
+
+    def _packed_host(self, xs: np.ndarray) -> np.ndarray:
+        """A node-ordered host vector in the slots of the GPUs' exchange (what the
+        renamed sources of the device parts read)."""
+        ex = self.placement.exchange
+        packed = np.zeros(ex.width)
+        for h in self._homes:
+            b = int(ex.base[h.part.index])
+            packed[b:b + h.sources.size] = xs[h.r0 + h.sources]
+        host = getattr(self.comm, "host", None)
+        if host is not None:
+            host.allgatherv([packed], ex.base)
+        return packed
 
     def _device_product(self, home: _DevicePart, xs: np.ndarray) -> np.ndarray:
         import cupy as cp
@@ -300,7 +601,7 @@ class PartitionedOperator(PageRankOperator):
                     home.indices.size, dtype=np.float64)
                 home.matrix = csp.csr_matrix(
                     (data, home.indices.astype(np.int32), home.indptr.astype(np.int32)),
-                    shape=(home.r1 - home.r0, self.n))
+                    shape=(home.r1 - home.r0, self.placement.exchange.width))
             return cp.asnumpy(home.matrix @ cp.asarray(xs))
 
     # -- the partitioned power step -------------------------------------------------------
@@ -308,11 +609,11 @@ class PartitionedOperator(PageRankOperator):
                     callback: Any = None) -> StepsResult:
         if max_steps < 1:
             return self.no_steps(x)
-        x = np.asarray(x, dtype=np.float64)
         crit, tol_cmp = kernel_criterion(criterion, tol)
         t0 = time.perf_counter()
         if self.devices is None:
-            out = self._host_steps(x, crit, tol_cmp, max_steps, callback)
+            out = self._host_steps(np.asarray(x, dtype=np.float64), crit, tol_cmp,
+                                   max_steps, callback)
         else:
             out = self._device_steps(x, crit, tol_cmp, max_steps, callback)
         self.timings["steps_s"] = time.perf_counter() - t0
@@ -321,7 +622,8 @@ class PartitionedOperator(PageRankOperator):
 
     def _local_v(self, home: Any) -> tuple[np.ndarray, np.ndarray]:
         v = np.array([1.0 / self.n]) if self.uniform_v else self._v[home.r0:home.r1]
-        d = np.array([1.0 / self.n]) if self.uniform_d else self._d[home.r0:home.r1]
+        d = (np.array([1.0 / self.n]) if self.uniform_d
+             else self.dangling_dist()[home.r0:home.r1])
         return v, d
 
     def _reduce(self, res: float, rest: np.ndarray, crit: int) -> tuple[float, np.ndarray]:
@@ -388,32 +690,35 @@ class PartitionedOperator(PageRankOperator):
         self._host_gather(full)
         return StepsResult(x=full, residuals=np.asarray(residuals), converged=converged)
 
-    def _device_steps(self, x: np.ndarray, crit: int, tol_cmp: float, max_steps: int,
+    def _device_steps(self, x: Any, crit: int, tol_cmp: float, max_steps: int,
                       callback: Any) -> StepsResult:
         import cupy as cp
 
         from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
 
         n, homes, comm = self.n, self._homes, self.comm
-        state = []
-        for h in homes:
-            with cp.cuda.Device(h.device), h.stream:
+        exchange = self.placement.exchange
+
+        def start(i: int, h: _DevicePart) -> dict[str, Any]:
+            if isinstance(x, PartVectors):  # the run's own copy: steps write both buffers
+                xa = gpu_arrays.copy_vector(x.arrays[i])
+            else:
                 xa = cp.asarray(np.ascontiguousarray(x[h.r0:h.r1], dtype=np.float64))
-                xs = [cp.zeros(n, dtype=self.dtype), cp.zeros(n, dtype=self.dtype)]
-                cp.copyto(xs[0][h.r0:h.r1], gpu_arrays.gather_vector(xa, h.inv_out,
-                                                                      self.dtype))
-                # row 0: (inf, dangling mass, mass, L1 norm) of this part's rows
-                first = np.zeros((max_steps + 1, ACC_WIDTH))
-                mass, l1, dm = gpu_arrays.vector_sums(xa, h.dangling)
-                first[0, :4] = np.inf, dm, mass, l1
-                hist = cp.asarray(first)
-                v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
-                d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
-                h.bind(n=n, v=v, d=d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
-                       alpha=self.alpha, crit=crit, tol_cmp=tol_cmp)
-                state.append({"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist})
+            xs = [cp.zeros(exchange.width, dtype=self.dtype) for _ in range(2)]
+            cp.copyto(h.scratch, gpu_arrays.gather_vector(xa, h.inv_out, self.dtype))
+            h.pack(xs[0])
+            # row 0: (inf, dangling mass, mass, L1 norm) of this part's rows
+            hist = cp.zeros((max_steps + 1, ACC_WIDTH))
+            gpu_arrays.write_history_start(xa, h.dangling, hist[0])
+            v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
+            d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
+            h.bind(n=n, v=v, d=d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
+                   alpha=self.alpha, crit=crit, tol_cmp=tol_cmp)
+            return {"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist}
+
+        state = self._on_homes(start)
         comm.allreduce([s["hist"][0, 1:] for s in state], "sum")
-        comm.allgatherv([s["xs"][0] for s in state], self.bounds)
+        exchange.move(comm, [s["xs"][0] for s in state])
         first, stop, done = 1, None, 0
         gather_s = 0.0
         while stop is None and done < max_steps:
@@ -427,13 +732,13 @@ class PartitionedOperator(PageRankOperator):
                         hist = s["hist"]
                         h.launch(xs_in=s["xs"][i], x_in=s["x"][i], acc_prev=hist[step - 1],
                                  acc_out=hist[step], mode=mode, x_out=s["x"][o],
-                                 xs_out=s["xs"][o][h.r0:h.r1])
+                                 xs_out=s["xs"][o])
                 if crit == 2:
                     comm.allreduce([s["hist"][step, 0:1] for s in state], "max")
                     comm.allreduce([s["hist"][step, 1:] for s in state], "sum")
                 else:
                     comm.allreduce([s["hist"][step] for s in state], "sum")
-                comm.allgatherv([s["xs"][o] for s in state], self.bounds)
+                exchange.move(comm, [s["xs"][o] for s in state])
             t = time.perf_counter()
             comm.wait("the partitioned steps")  # raises naming silent ranks on a timeout
             gather_s += time.perf_counter() - t
@@ -447,10 +752,24 @@ class PartitionedOperator(PageRankOperator):
             residuals = state[0]["hist"][1:steps + 1].get()[:, 0]
         if crit == 1:
             residuals = np.sqrt(residuals)
-        full = np.zeros(n)
-        for h, s in zip(homes, state, strict=True):
-            with cp.cuda.Device(h.device):
-                full[h.r0:h.r1] = cp.asnumpy(s["x"][steps % 2])
-        self._host_gather(full)
         self.timings["wait_s"] = gather_s
-        return StepsResult(x=full, residuals=residuals, converged=stop is not None)
+        # the iterate stays on the GPUs (to_host() or NumPy bring it down)
+        return StepsResult(x=PartVectors(self, [s["x"][steps % 2] for s in state]),
+                           residuals=residuals, converged=stop is not None)
+
+
+def _on_host(method: Any) -> Any:
+    """``method`` of the operator base class with its :class:`PartVectors` arguments
+    brought to the host first (the solvers' vector algebra beyond the power method works
+    on replicated host vectors)."""
+    def run(self: PartitionedOperator, *args: Any, **kwargs: Any) -> Any:
+        return method(self, *(self.to_host(a) if isinstance(a, PartVectors) else a
+                              for a in args), **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
+
+
+for _name in ("copy", "axpy", "scale", "dot", "total", "norm", "clipped", "aitken",
+              "project", "add_combination", "combine_rows", "no_steps"):
+    setattr(PartitionedOperator, _name, _on_host(getattr(PageRankOperator, _name)))

@@ -51,6 +51,10 @@ class Part:
         Raw weight of each in-link (weighted graphs); None when unweighted.
     out_weight : ndarray of float64, shape (rows,)
         Out-degree (or total out-weight) of each row's node, over the whole graph.
+    renamed : bool
+        Whether ``indices`` (a GPU array, used in place) now hold the slots of a run's
+        exchange instead of node ids: such a part belongs to that run
+        (:class:`~webrank.distributed.operator.Placement`).
     """
 
     index: int
@@ -61,6 +65,7 @@ class Part:
     indices: Any
     weights: Any
     out_weight: Any
+    renamed: bool = False
 
     @property
     def rows(self) -> int:

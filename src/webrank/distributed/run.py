@@ -282,18 +282,74 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
         info={**op.info, **op.timings, "labels": labels})
 
 
+#: links each GPU of a ``pagerank(graph, gpus=N)`` run needs at least, or fewer GPUs
+#: answer sooner (each step's exchange and launches on every GPU cost more than the share
+#: of the links they take off the others). Whole calls to 1e-10 on H100s, graph placed:
+#: R-MAT 22 (67M links) 26 ms on one GPU, 18 ms on two, 26 ms on four; R-MAT 24 (268M)
+#: 109, 62 and 44 ms; cnr-2000 (3.2M) best on one (docs/benchmarks.md, "Beyond one GPU")
+LINKS_PER_GPU = 30_000_000
+
+
+def gpus_for(graph: Any, gpus: int, dtype: str, *, force: bool = False) -> tuple[int, str]:
+    """How many of the ``gpus`` asked for ``webrank.pagerank(graph, gpus=gpus)`` runs on,
+    and why: all of them where the graph does not fit one GPU, else as many as give each
+    at least :data:`LINKS_PER_GPU` links (one for small graphs). ``force`` keeps
+    ``gpus``."""
+    import cupy as cp
+
+    from webrank.backends.gpu_engines import pull_working_bytes
+
+    if force:
+        return gpus, f"{gpus} GPUs, as forced"
+    m = graph.num_edges
+    need = pull_working_bytes(graph.n, m, dtype)
+    with cp.cuda.Device(0):
+        free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+    if need > 0.9 * free:
+        return gpus, (f"{gpus} GPUs: the graph ({need / 2**30:.1f} GiB with its vectors) "
+                      f"does not fit one GPU's free memory ({free / 2**30:.1f} GiB)")
+    use = int(min(gpus, max(1, m // LINKS_PER_GPU)))
+    if use == gpus:
+        return gpus, f"{gpus} GPUs: {m:,} links, at least {LINKS_PER_GPU:,} a GPU"
+    where = "one GPU" if use == 1 else f"{use} GPUs"
+    return use, (f"{where}: {m:,} links are faster on {where} than on {gpus} (each GPU "
+                 f"pays for its exchange below {LINKS_PER_GPU:,} links; force_gpus=True "
+                 f"runs on {gpus})")
+
+
 def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
                        personalization: np.ndarray | None, dangling: np.ndarray | None,
                        dtype: str, check_every: int = 16, engine: str = "auto") -> Any:
     """The operator of ``webrank.pagerank(graph, device="gpu", gpus=N)``: the graph split
     into N row parts, one per GPU of this host, driven from this process through NCCL
-    group calls (:class:`~webrank.distributed.comm.NCCLGroupComm`)."""
-    from webrank.distributed.operator import PartitionedOperator
+    group calls (:class:`~webrank.distributed.comm.NCCLGroupComm`).
+
+    The placement (parts on the GPUs, the exchange, the communicator) is kept on the
+    graph, as one GPU keeps its layouts: later calls on the graph (other alphas,
+    personalization vectors, tolerances) start at once. One placement per graph: asking
+    for another GPU count or engine replaces it."""
+    from webrank.distributed.operator import PartitionedOperator, Placement
 
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
         raise ValueError(f"gpus must be a positive integer, not {gpus!r}")
-    comm, devices = make_comm("gpu", Launch(None, 0, 1, 0, 1), gpus=int(gpus))
-    parts = split_graph(graph, int(gpus))
-    bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)
-    return PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
-                               devices=devices, check_every=check_every, engine=engine)
+    key = ("placement", int(gpus), engine, np.dtype(dtype).name)
+
+    def place() -> Placement:
+        graph.forget(lambda k: isinstance(k, tuple) and k[:1] == ("placement",))
+        t0 = time.perf_counter()
+        comm, devices = make_comm("gpu", Launch(None, 0, 1, 0, 1), gpus=int(gpus))
+        t1 = time.perf_counter()
+        parts = split_graph(graph, int(gpus))
+        bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)
+        t2 = time.perf_counter()
+        placement = Placement.build(parts, bounds, comm, devices, dtype, engine)
+        placement.timings.update(comm_s=t1 - t0, split_s=t2 - t1)
+        placement.seconds += t2 - t0
+        return placement
+
+    reused = graph.is_cached(key)
+    placement = graph.cached(key, place)
+    op = PartitionedOperator(None, None, None, alpha, personalization, dangling, dtype,
+                             check_every=check_every, placement=placement)
+    op.info["placement_reused"] = reused
+    return op

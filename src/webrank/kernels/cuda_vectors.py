@@ -13,6 +13,8 @@ operators the vector algebra of :class:`webrank.backends.base.Operator`:
 * ``wr_scatter_add``: ``out[rows] += values`` (distinct rows: the hybrid's CPU tails);
 * ``wr_scale_rows`` and ``wr_take_columns``: a row-major n×b block times a per-row
   factor, cast to the storage type; chosen columns of a block (personalized batches);
+* ``wr_take`` and ``wr_remap``: ``out[k] = src[idx[k]]``, and ``idx[k] = slot[idx[k]]``
+  in place (the packed exchange of a partitioned run, :mod:`webrank.distributed.operator`);
 * ``wr_csr_bad``, ``wr_weight_bad``, ``wr_source_sums`` and ``wr_out_weight_bad``: the
   consistency checks of a stored CSR (:mod:`webrank.io.native`): the first decreasing
   row pointer, out-of-range index and bad weight, each node's out-links and their
@@ -115,6 +117,26 @@ __global__ void __launch_bounds__(WR_VEC_BLOCK) wr_take_columns(
         dst[e] = src[(e / nk) * b + keep[e % nk]];
 }
 
+// out[k] = src[idx[k]], k < n: the values a part sends, packed
+template <typename T, typename IX>
+__global__ void __launch_bounds__(WR_VEC_BLOCK) wr_take(
+    const i64 n, const T* __restrict__ src, const IX* __restrict__ idx, T* __restrict__ out)
+{
+    for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (i64)gridDim.x * blockDim.x)
+        out[k] = src[idx[k]];
+}
+
+// idx[k] = slot[idx[k]] in place (each entry read, then written, by one thread)
+template <typename IX>
+__global__ void __launch_bounds__(WR_VEC_BLOCK) wr_remap(
+    const i64 m, IX* idx, const IX* __restrict__ slot)
+{
+    for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; k < m;
+         k += (i64)gridDim.x * blockDim.x)
+        idx[k] = slot[idx[k]];
+}
+
 // bad[0] = the first row i whose pointer decreases (indptr[i + 1] < indptr[i]),
 // bad[1] = the first link whose index is outside 0..n-1 (both set to ~0 by the caller)
 template <typename IP, typename IX>
@@ -194,6 +216,14 @@ def take_columns_name(t: str) -> str:
     return f"wr_take_columns<{CTYPE[t]}>"
 
 
+def take_name(t: str, ix: str) -> str:
+    return f"wr_take<{CTYPE[t]}, {CTYPE[ix]}>"
+
+
+def remap_name(ix: str) -> str:
+    return f"wr_remap<{CTYPE[ix]}>"
+
+
 def csr_bad_name(ip: str, ix: str) -> str:
     return f"wr_csr_bad<{CTYPE[ip]}, {CTYPE[ix]}>"
 
@@ -214,6 +244,8 @@ def instantiations() -> list[str]:
             names += [google_product_name(ip, ix, v) for v in (None, *_STORAGE)]
             names.append(csr_bad_name(ip, ix))
     names += [source_sums_name(ix) for ix in _INDEX]
+    names += [remap_name(ix) for ix in _INDEX]
+    names += [take_name(t, ix) for t in _STORAGE for ix in _INDEX]
     names += [scale_rows_name(t) for t in _STORAGE]
     names += [take_columns_name(t) for t in _STORAGE]
     return sorted(set(names))
@@ -225,6 +257,8 @@ AITKEN = KernelArgs(SOURCE, "wr_aitken")
 SCATTER_ADD = KernelArgs(SOURCE, "wr_scatter_add")
 SCALE_ROWS = KernelArgs(SOURCE, "wr_scale_rows")
 TAKE_COLUMNS = KernelArgs(SOURCE, "wr_take_columns")
+TAKE = KernelArgs(SOURCE, "wr_take")
+REMAP = KernelArgs(SOURCE, "wr_remap")
 CSR_BAD = KernelArgs(SOURCE, "wr_csr_bad")
 WEIGHT_BAD = KernelArgs(SOURCE, "wr_weight_bad")
 SOURCE_SUMS = KernelArgs(SOURCE, "wr_source_sums")
