@@ -19,3 +19,6 @@ timeout ${SCALING_LIMIT:-300} python3 benchmarks/distributed_bench.py scaling \
   "${SCALES:-22,24,26,27}" --real .device_data/cnr-2000.txt.gz --out "$OUT/scaling.jsonl" \
   > "$OUT/scaling.log" 2>&1
 echo "== scaling exit $? at $SECONDS s"; tail -45 "$OUT/scaling.log"
+# the CLI's line where gpus=N runs on fewer GPUs (a small real graph)
+python3 -m webrank rank .device_data/cnr-2000.txt.gz --device gpu --gpus 4 --tol 1e-10 \
+  --top 3 2>&1 | tail -3
