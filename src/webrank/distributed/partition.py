@@ -43,8 +43,8 @@ class Part:
         The rows (destination node ids) this part owns.
     n : int
         Nodes of the whole graph (sources are ids in ``0..n-1``).
-    indptr : ndarray of int64, shape (rows + 1,)
-        Row pointers, starting at 0.
+    indptr : ndarray of int32 or int64, shape (rows + 1,)
+        Row pointers, starting at 0 (int32 where the part's links fit).
     indices : ndarray of int32 or int64
         Source of each in-link (global id).
     weights : ndarray of float64 or None
@@ -119,13 +119,23 @@ def split_graph(graph: Graph, parts: int | None = None,
     bounds = np.asarray(bounds, dtype=np.int64)
     if bounds[0] != 0 or bounds[-1] != g.n or np.any(np.diff(bounds) < 0):
         raise ValueError(f"row bounds must rise from 0 to n={g.n}, not {bounds.tolist()}")
-    out = []
-    indptr = g.indptr.astype(np.int64, copy=False)
-    for i in range(bounds.size - 1):
+    indptr = g.indptr
+
+    def part(i: int) -> Part:
         r0, r1 = int(bounds[i]), int(bounds[i + 1])
         lo, hi = int(indptr[r0]), int(indptr[r1])
-        out.append(Part(index=i, row_begin=r0, row_end=r1, n=g.n,
-                        indptr=indptr[r0:r1 + 1] - lo, indices=g.indices[lo:hi],
-                        weights=None if g.weights is None else g.weights[lo:hi],
-                        out_weight=g.out_weight[r0:r1]))
-    return out
+        # rebased to 0, in int32 where the part's links allow (one pass, half the bytes)
+        ptr = np.subtract(indptr[r0:r1 + 1], lo,
+                          dtype=np.int32 if hi - lo < 2**31 else np.int64)
+        return Part(index=i, row_begin=r0, row_end=r1, n=g.n, indptr=ptr,
+                    indices=g.indices[lo:hi],
+                    weights=None if g.weights is None else g.weights[lo:hi],
+                    out_weight=g.out_weight[r0:r1])
+
+    count = bounds.size - 1
+    if count < 2 or g.n < 1 << 20:
+        return [part(i) for i in range(count)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(count, 16)) as pool:  # NumPy's passes run side by side
+        return list(pool.map(part, range(count)))
