@@ -266,8 +266,13 @@ def test_distributed_cli_numbers_nodes_as_one_process(tmp_path, ids):
     table = pq.read_table(str(tmp_path / "ranks" / "part-00000.parquet"))
     assert sorted(table["node"].to_pylist()) == [5 * scale, 7 * scale, 9 * scale]
     np.testing.assert_allclose(table["score"].to_numpy(), 1 / 3, rtol=1e-9)
-    r = webrank_cli("rank", f, "--distributed", "--labels", "string", "--device", "cpu")
-    assert r.returncode == 2 and "integer node ids" in r.stderr
+    # the same ids read as string labels: numbered by the ranks' dictionary, as text
+    r = webrank_cli("rank", f, "--distributed", "--labels", "string", "--device", "cpu",
+                    "--json", "--tol", "1e-12")
+    assert r.returncode == 0, r.stderr
+    top = {t["node"]: t["score"] for t in json.loads(r.stdout)["top"]}
+    assert top.keys() == {str(5 * scale), str(7 * scale), str(9 * scale)}
+    np.testing.assert_allclose(list(top.values()), 1 / 3, rtol=1e-9)
 
 
 # -- launchers -----------------------------------------------------------------------------
@@ -528,3 +533,44 @@ def test_exchange_packs_the_linked_nodes_of_each_part():
     assert skewed.base.tolist() == [0, 100, 101, 102, 103] and skewed.width == 104
     empty = Exchange.of_counts([0, 0])
     assert empty.slice == 1 and empty.width >= 1
+
+
+@mpi
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_mpi_ranks_url_labelled_links(tmp_path, ranks):
+    """URL pairs in text and Parquet files: the ranks number the URLs together (a
+    distributed dictionary, each rank holding its share) and every URL gets the score one
+    process gives it; the parts name their rows by URL and rank 0 prints the top URLs."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    n = 900
+    urls = np.array([f"http://site{i % 37}.example/{'é' if i % 5 == 0 else ''}p/"
+                     f"{i * 7919 % 10007}" for i in range(n)], dtype=object)
+    src, dst = rng.integers(0, n - 60, 7000), rng.integers(0, n, 7000)  # 60 link nowhere
+    src[:30] = dst[:30]  # self-loops
+    d = tmp_path / "links"
+    d.mkdir()
+    pieces = np.array_split(np.arange(src.size), 3)
+    for i, sel in enumerate(pieces[:2]):
+        (d / f"e{i}.txt").write_text("".join(f"{urls[a]}\t{urls[b]}\n"
+                                             for a, b in zip(src[sel], dst[sel], strict=True)))
+    pq.write_table(pa.table({"src": urls[src[pieces[2]]].astype(str),
+                             "dst": urls[dst[pieces[2]]].astype(str)}), d / "e2.parquet")
+    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--labels",
+                          "string", "--distributed", "--tol", "1e-12", "--device", "cpu",
+                          "--top", "3", "-o", str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                           for r in range(ranks)])
+    whole = tmp_path / "all.txt"
+    whole.write_text("".join(f"{urls[a]}\t{urls[b]}\n" for a, b in zip(src, dst, strict=True)))
+    ref_graph = webrank.load(whole, labels="string")
+    ref = webrank.pagerank(ref_graph, device="cpu", tol=1e-12)
+    got = dict(zip(table["node"].to_pylist(), table["score"].to_pylist(), strict=True))
+    assert table.num_rows == ref_graph.n == len(got)
+    np.testing.assert_allclose([got[u] for u in ref_graph.labels], ref.scores, rtol=0,
+                               atol=1e-12)
+    best = ref_graph.labels[np.argmax(ref.scores)]
+    assert best in out.stdout and out.stdout.count("converged") == 1

@@ -10,10 +10,11 @@ Inputs (:func:`read_part`):
   rank r reads the files ``r, r + P, ...``; the ranks agree on row bounds balanced by
   in-links from a 65,536-bucket histogram (one all-reduce), route each edge to the rank
   that owns its target (one all-to-all), build their rows' CSR, and route each source's
-  out-degree (or out-weight) to its owner (another all-to-all). Node ids must be
-  integers; the node set is the single process's for the same files (the ids that occur,
-  by default): string labels would need a distributed dictionary, which webrank does not
-  have.
+  out-degree (or out-weight) to its owner (another all-to-all). Integer node ids: the
+  node set is the single process's for the same files (the ids that occur, by default).
+  String labels (``labels="string"``, URLs): the ranks number them together
+  (:mod:`webrank.distributed.labels`, a distributed dictionary: each rank holds its
+  share of the labels), in label order.
 
 Outputs: :func:`write_scores` writes each rank's rows to ``part-RRRRR.parquet`` in a
 directory (atomically, as the single-node writer) and rank 0 a ``_SUCCESS`` manifest.
@@ -214,22 +215,29 @@ def _edge_files(source: Any) -> list[Path]:
 
 
 def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str | None,
-                  options: ReadOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                  options: ReadOptions) -> tuple[Any, ...]:
+    """``(src, dst, weights or None)`` of one edge file; with string labels
+    ``(codes, codes, weights or None, the file's labels)``."""
     if not path.exists():
         raise GraphFormatError("no such file", path=path)
+    text = options.labels == "string"
     if path.suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        from webrank.io.tables import arrow_id_columns
+        from webrank.io.tables import arrow_id_columns, edge_columns
 
         register_input(path)
-        return arrow_id_columns(pq.read_table(path), source_col, target_col, weight_col,
+        table = pq.read_table(path)
+        if text:
+            return edge_columns(table, source_col, target_col, weight_col, labels="string",
                                 name=str(path))
+        return arrow_id_columns(table, source_col, target_col, weight_col, name=str(path))
     from webrank.build import joined
     from webrank.io.edgelist import read_edge_columns
 
-    src, dst, w, _labels = read_edge_columns(path, options=options)  # a third column: weights
-    return joined(src), joined(dst), joined(w)
+    src, dst, w, labels = read_edge_columns(path, options=options)  # a third column: weights
+    cols = (joined(src), joined(dst), joined(w))
+    return (*cols, np.asarray(labels, dtype=object)) if text else cols
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
@@ -249,10 +257,10 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     labels is the id of each node, or None where the nodes are ``0..n-1``.
     """
     options = ReadOptions.of(options)
-    if options.labels != "int":
-        raise ValueError("partitioned runs read integer node ids only (string labels would "
-                         "need a distributed dictionary): number the nodes first, e.g. "
-                         "`webrank convert GRAPH --labels string DIR --shards P`")
+    text = options.labels == "string"
+    if text and num_nodes is not None:
+        raise ValueError("num_nodes numbers integer ids; string labels are numbered by the "
+                         "ranks together")
     if not options.directed:
         raise ValueError("partitioned runs read directed edges only: write the undirected "
                          "graph's shards first (`webrank convert GRAPH --undirected DIR "
@@ -268,6 +276,8 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     places = [(np.int64(i) << np.int64(FILE_PLACE_BITS)) + np.arange(c[0].size, dtype=np.int64)
               for i, c in zip(range(comm.rank, len(files), comm.size), cols, strict=True)]
     weighted = any(comm.allgather_obj(any(c[2] is not None for c in cols)))
+    if text:  # each file's codes into its own labels -> ids all ranks agree on
+        cols, labels = _numbered(cols, comm)
     src = np.concatenate([c[0] for c in cols]) if cols else np.zeros(0, np.int64)
     dst = np.concatenate([c[1] for c in cols]) if cols else np.zeros(0, np.int64)
     w = place = None
@@ -279,11 +289,13 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
     top_all = max(comm.allgather_obj(top))
     if top_all < 0:
         raise GraphFormatError("no edges in " + ", ".join(map(str, files)))
-    labels = None
-    if num_nodes is None and options.node_ids == "appear":
+    if text:
+        n = labels.size  # every label numbered occurs in a link
+    elif num_nodes is None and options.node_ids == "appear":
         src, dst, labels = _appearing_ids(src, dst, top_all, comm)
         n = int(top_all + 1 if labels is None else labels.size)
     else:
+        labels = None
         n = top_all + 1 if num_nodes is None else int(num_nodes)
     if top_all >= n and labels is None:
         raise GraphFormatError(f"node id {top_all} is out of range for num_nodes={n}")
@@ -304,6 +316,23 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
                       wplace)
     part.out_weight = _route_out_weights(part, bounds, comm)
     return part, bounds, labels
+
+
+def _numbered(cols: list[tuple], comm: Comm) -> tuple[list[tuple], Any]:
+    """String-labelled columns (codes into each file's labels) with global ids instead,
+    and the run's :class:`~webrank.distributed.labels.DistributedLabels`."""
+    from webrank.distributed.labels import number_labels
+
+    file_labels = [c[3] for c in cols]
+    pooled = (np.concatenate(file_labels) if file_labels
+              else np.zeros(0, dtype=object))
+    ids, labels = number_labels(comm, pooled)
+    out, at = [], 0
+    for (src, dst, w, _), names in zip(cols, file_labels, strict=True):
+        mine = ids[at:at + names.size]
+        at += names.size
+        out.append((mine[src], mine[dst], w))
+    return out, labels
 
 
 def _appearing_ids(src: np.ndarray, dst: np.ndarray, top: int, comm: Comm
@@ -395,7 +424,7 @@ def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
             tmp.unlink(missing_ok=True)
     comm.allgather_obj(None)  # no rank writes before the old marker is gone
     ids = np.arange(row_begin, row_begin + scores.size)
-    nodes = ids if labels is None else labels[ids]
+    nodes = ids if labels is None else labels.take(ids)  # (a collective where distributed)
     with atomic_write(directory / f"part-{comm.rank:05d}.parquet") as f:
         pq.write_table(pa.table({"node": nodes, "score": scores}), f)
     written = comm.allgather_obj(scores.size)

@@ -185,7 +185,8 @@ class DistributedResult:
         return {"method": self.method, "iterations": self.iterations,
                 "converged": self.converged, "residual": self.residual, "n": self.n,
                 "ranks": self.size, "elapsed_s": self.elapsed, "setup_s": self.setup_time,
-                **{k: v for k, v in self.info.items() if not isinstance(v, np.ndarray)}}
+                **{k: v for k, v in self.info.items()
+                   if k != "labels" and not isinstance(v, np.ndarray)}}
 
 
 def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
@@ -228,7 +229,7 @@ def top_of(scores: np.ndarray, k: int, labels: np.ndarray | None = None
     from webrank.metrics import score_order
 
     best = score_order(scores)[: max(0, int(k))]
-    names = best if labels is None else labels[best]
+    names = best if labels is None else labels.take(best)  # (a collective where distributed)
     return [(n.item() if hasattr(n, "item") else n, float(scores[i]))
             for n, i in zip(names, best, strict=True)]
 

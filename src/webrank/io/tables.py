@@ -162,8 +162,8 @@ def arrow_id_columns(table: Any, source: str, target: str, weight: str | None = 
     """``(src, dst, weights or None)`` of an edge table with integer id columns, checked
     as :func:`graph_from_arrow` checks them (nulls, negative or non-integer ids, bad
     weights), without building a graph: what the partitioned readers route to the ranks
-    that own the rows. String ids raise :class:`GraphFormatError` (a partitioned run
-    needs global integer ids)."""
+    that own the rows. String ids raise :class:`GraphFormatError` (the partitioned
+    readers take them with ``labels="string"``, through :func:`edge_columns`)."""
     wanted = [source, target] + ([weight] if weight is not None else [])
     require_columns(table.column_names, wanted, name, where="the table",
                     hint="source=, target= and weight=")
@@ -173,8 +173,8 @@ def arrow_id_columns(table: Any, source: str, target: str, weight: str | None = 
             raise GraphFormatError(f"column {col_name!r} is null in row {_first_null(col)}",
                                    path=name)
         if _is_text(col.type):
-            raise GraphFormatError(f"column {col_name!r} holds text: a partitioned run needs "
-                                   "integer node ids", path=name)
+            raise GraphFormatError(f"column {col_name!r} holds text: read it with string "
+                                   "labels (labels='string', --labels string)", path=name)
     w = None if weight is None else _weights(_plain(table.column(weight)), weight, name)
     return _ids(s, source, name), _ids(d, target, name), w
 
