@@ -551,3 +551,20 @@ def test_web_kind_through_generate_graph_and_the_cli(tmp_path):
                                    "-p", "local=0.5"])
     assert res.exit_code == 0, res.output
     assert webrank.load(str(out)).num_edges > 0
+
+
+def test_link_locality_tells_crawl_order_from_random_ids():
+    """The share of links within 2**15 ids of their target: near 1 for a web-like graph
+    in crawl order, near 2**16 / n for R-MAT's random ids; seeded, so repeatable."""
+    import webrank
+    from webrank.backends.gpu_engines import link_locality
+    from webrank.generate import rmat, web_crawl
+
+    s, d, n = web_crawl(20, 4, seed=3)
+    web = webrank.Graph.from_edges(s, d, node_ids="range", num_nodes=n)
+    s, d, n = rmat(20, 4, seed=3)
+    random_ids = webrank.Graph.from_edges(s, d, node_ids="range", num_nodes=n)
+    assert link_locality(web) > 0.85
+    assert link_locality(random_ids) < 0.1
+    assert link_locality(web) == link_locality(web)
+    assert link_locality(webrank.Graph.from_edges([], [], num_nodes=3)) == 0.0

@@ -164,3 +164,22 @@ def test_graph_built_on_the_device_runs_every_engine():
     for engine in ENGINES:
         r = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-11)
         assert np.abs(r.scores - ref.scores).sum() < 1e-9
+
+
+def test_link_locality_and_web_crawl_on_the_device(rng):
+    """link_locality reads a device graph's links as a host graph's; web_crawl draws its
+    law on the GPU too (another stream: the same shares, not the same links)."""
+    import cupy as cp
+
+    from webrank.backends.gpu_build import graph_on_device
+    from webrank.backends.gpu_engines import link_locality
+    from webrank.generate import web_crawl
+
+    g = random_graph(rng, 5000, 60000)
+    assert link_locality(g.to_device(), window=64) == link_locality(g, window=64)
+    src, dst, n = web_crawl(16, 8, seed=2, xp=cp)
+    assert isinstance(src, cp.ndarray) and int(src.max()) < n and int(dst.max()) < n
+    web = graph_on_device(src.astype(np.int32), dst.astype(np.int32), n)
+    host = web.to_host()
+    assert link_locality(web) > 0.85
+    assert float((host.out_degree == 0).mean()) > 0.15  # the 20% frontier, and more

@@ -783,6 +783,7 @@ def web_crawl(
     dangling: float = 0.2,
     seed: Any = None,
     chunk_size: int = RMAT_CHUNK,
+    xp: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     r"""A web-like graph in crawl order: power-law degrees *and* link locality.
 
@@ -806,8 +807,9 @@ def web_crawl(
 
     A share ``dangling`` of the pages, drawn at random, has no out-links (a crawl's
     frontier: pages found but not fetched; cnr-2000 has 24%). Self-loops and repeated
-    links are kept, as in :func:`rmat` (``Graph.from_edges`` collapses repeats). NumPy
-    only; vectorised over chunks of ``chunk_size`` links.
+    links are kept, as in :func:`rmat` (``Graph.from_edges`` collapses repeats).
+    Vectorised over chunks of ``chunk_size`` links, with NumPy or, ``xp=cupy``, on the
+    GPU (another random stream: the same seed gives another graph of the same law).
 
     Unlike a real crawl, the near links land evenly on the pages around their source
     (a real site's links concentrate on its index pages too), so small in-degrees are
@@ -828,12 +830,14 @@ def web_crawl(
     dangling : float, default 0.2
         Share of the pages without out-links, in [0, 1).
     seed : None, int or numpy.random.Generator, optional
-        Passed to :func:`numpy.random.default_rng`.
+        Passed to :func:`numpy.random.default_rng` (with CuPy, to its generator).
+    xp : module or str, optional
+        ``numpy`` (default) or ``cupy``.
 
     Returns
     -------
-    src, dst : numpy.ndarray of int64
-        Edge list of length ``edge_factor * 2**scale``.
+    src, dst : ndarray of int64
+        Edge list of length ``edge_factor * 2**scale`` (NumPy or CuPy, as ``xp``).
     n : int
         Number of pages, ``2**scale``.
 
@@ -861,32 +865,45 @@ def web_crawl(
         raise ValueError("out_exponent and in_exponent must be > 1")
     if not 0.0 <= dangling < 1.0:
         raise ValueError(f"dangling must be in [0, 1), not {dangling!r}")
-    rng = _rng(seed)
+    xp = _get_xp(xp)
+    rng = _xp_rng(xp, seed)
     n, m = 1 << scale, edge_factor << scale
+    p_step = 1.0 / mean_offset  # geometric on 1, 2, ... with mean mean_offset
+
+    def permutation(k: int) -> Any:
+        return rng.permutation(k) if xp is np else xp.argsort(rng.random(k))
+
+    def geometric(k: int) -> Any:
+        if xp is np:
+            return rng.geometric(p_step, k)
+        # inversion (CuPy's generator has no geometric draw)
+        steps = xp.floor(xp.log1p(-rng.random(k)) / np.log1p(-p_step)) if p_step < 1 \
+            else xp.zeros(k)
+        return steps.astype(xp.int64) + 1
+
     # per-page weights by Zipf's law over a random order of the pages: the k-th heaviest
     # weighs k^(-1 / (exponent - 1)), so the degrees (weight times links) have a power-law
     # tail of that exponent, with the extremes of the law rather than of a sample
-    def zipf_weights(exponent: float) -> np.ndarray:
-        weight = np.arange(1, n + 1, dtype=np.float64) ** (-1.0 / (exponent - 1.0))
-        return weight[rng.permutation(n)]
+    def zipf_weights(exponent: float) -> Any:
+        weight = xp.arange(1, n + 1, dtype=xp.float64) ** (-1.0 / (exponent - 1.0))
+        return weight[permutation(n)]
 
     out_weight = zipf_weights(out_exponent)
     out_weight[rng.random(n) < dangling] = 0.0  # the frontier: no out-links
-    if n and not out_weight.any():
+    if n and not bool(out_weight.any()):
         out_weight[0] = 1.0
-    out_cdf, in_cdf = np.cumsum(out_weight), np.cumsum(zipf_weights(in_exponent))
-    src = np.empty(m, dtype=np.int64)
-    dst = np.empty(m, dtype=np.int64)
-    p_step = 1.0 / mean_offset  # geometric on 1, 2, ... with mean mean_offset
+    out_cdf, in_cdf = xp.cumsum(out_weight), xp.cumsum(zipf_weights(in_exponent))
+    src = xp.empty(m, dtype=xp.int64)
+    dst = xp.empty(m, dtype=xp.int64)
     for start in range(0, m, chunk_size):
         k = min(chunk_size, m - start)
-        s = np.searchsorted(out_cdf, rng.random(k) * out_cdf[-1], side="right")
+        s = xp.searchsorted(out_cdf, rng.random(k) * out_cdf[-1], side="right")
         near = rng.random(k) < local
-        offset = rng.geometric(p_step, k) * np.where(rng.random(k) < 0.5, -1, 1)
-        far = np.searchsorted(in_cdf, rng.random(k) * in_cdf[-1], side="right")
-        np.minimum(s, n - 1, out=s)
+        offset = geometric(k) * xp.where(rng.random(k) < 0.5, -1, 1)
+        far = xp.searchsorted(in_cdf, rng.random(k) * in_cdf[-1], side="right")
+        xp.minimum(s, n - 1, out=s)
         src[start:start + k] = s
-        dst[start:start + k] = np.where(near, (s + offset) % n, np.minimum(far, n - 1))
+        dst[start:start + k] = xp.where(near, (s + offset) % n, xp.minimum(far, n - 1))
     return src, dst, n
 
 

@@ -245,7 +245,7 @@ def instantiations() -> list[str]:
             names.append(csr_bad_name(ip, ix))
     names += [source_sums_name(ix) for ix in _INDEX]
     names += [remap_name(ix) for ix in _INDEX]
-    names += [take_name(t, ix) for t in _STORAGE for ix in _INDEX]
+    names += [take_name(t, ix) for t in (*_STORAGE, *_INDEX) for ix in _INDEX]
     names += [scale_rows_name(t) for t in _STORAGE]
     names += [take_columns_name(t) for t in _STORAGE]
     return sorted(set(names))
