@@ -46,6 +46,13 @@ def pull_working_bytes(num_nodes: int, num_edges: int, dtype: str) -> int:
     return int(4 * num_edges + num_nodes * (8 + 16 + 2 * item + 8))
 
 
+#: link_locality from which ``engine="auto"`` runs the pull step past L2. Measured on an
+#: H100 (float32, whole calls to 1e-10; docs/benchmarks.md, "Engine choice on crawl
+#: orders"): web_crawl graphs (0.885-0.889) ran faster or as fast with pull at 16M-229M
+#: links, R-MAT (0.004-0.064) faster with the blocked engine
+CRAWL_ORDER_LOCALITY = 0.5
+
+
 def link_locality(graph: Any, window: int = 1 << 15, samples: int = 1 << 16,
                   seed: int = 0) -> float:
     """Share of the links whose source id lies within ``window`` ids of their target,
@@ -78,6 +85,9 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
       ``device_memory_limit`` is given);
     * ``persistent`` while the pull step's working set fits in L2: a step is then tens of
       microseconds and one launch per solve saves the launch gaps and the graph capture;
+    * ``pull`` for a graph in crawl order (:func:`link_locality` at least
+      :data:`CRAWL_ORDER_LOCALITY`): most links read a source near their target, so the
+      pull engine's gathers hit the cache, and the blocked engine's extra pass loses;
     * ``blocked`` while its layout fits in free device memory: sequential streams beat the
       pull engine's random gathers once they miss L2;
     * ``pull`` otherwise (4 bytes per link against about 8 plus a message).
@@ -100,6 +110,11 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
     if "persistent" in candidates and working <= PERSISTENT_L2_SHARE * l2:
         return "persistent", (f"the pull step's working set ({working / 2**20:.1f} MiB) fits "
                               f"in L2 ({l2 / 2**20:.0f} MiB): one launch per solve")
+    if "pull" in candidates and "blocked" in candidates:
+        near = graph.cached("link_locality", lambda: link_locality(graph))
+        if near >= CRAWL_ORDER_LOCALITY:
+            return "pull", (f"links in crawl order ({100 * near:.0f}% within 2**15 ids of "
+                            "their target): the pull step's gathers stay in cache")
     if "blocked" in candidates:
         need = blocked_device_bytes(n, m, dtype, graph.weights is not None)
         if need <= 0.9 * free:

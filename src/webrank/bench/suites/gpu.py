@@ -1,7 +1,8 @@
 """``webrank bench gpu``: every GPU engine against Praveen et al.'s design and torch.sparse.
 
-For the real graphs and R-MAT graphs generated and built on the GPU (scales 20–26, ids
-shuffled as generated), in one process:
+For the real graphs, R-MAT graphs generated and built on the GPU (scales 20–26, ids
+shuffled as generated) and web-like graphs in crawl order (``webrank.generate.web_crawl``,
+scales 22 and 24: power-law degrees, most links to nearby ids), in one process:
 
 * milliseconds per iteration (float32 gathers) of each engine — ``pull`` (the fused CSR
   kernel, in its default gather order and the other one), ``blocked`` (propagation
@@ -47,6 +48,9 @@ ALPHA = 0.85
 REAL = ("web-NotreDame", "cnr-2000", "soc-Epinions1")
 SCALES_FULL = (20, 22, 24, 26)
 SCALES_QUICK = (14, 16)
+#: web-like graphs in crawl order (webrank.generate.web_crawl), beside R-MAT's random ids
+WEB_SCALES_FULL = (22, 24)
+WEB_SCALES_QUICK = (14,)
 TOL = 1e-10
 #: (label, options) of every engine measured; "auto" is measured separately
 VARIANTS = (
@@ -75,7 +79,8 @@ def run(ctx: Any) -> None:
              "(12·edges + 32·n) bytes.")
     rows = []
     graphs = [(name, "real") for name in REAL] + [
-        (f"rmat-{s}", s) for s in (SCALES_QUICK if ctx.quick else SCALES_FULL)]
+        (f"rmat-{s}", s) for s in (SCALES_QUICK if ctx.quick else SCALES_FULL)] + [
+        (f"web-{s}", ("web", s)) for s in (WEB_SCALES_QUICK if ctx.quick else WEB_SCALES_FULL)]
     for label, spec in graphs:
         g, build = _graph(ctx, label, spec)
         if g is None:
@@ -105,7 +110,7 @@ def run(ctx: Any) -> None:
                       "costs in milliseconds and in iterations of the engine using them.")
     built = [r for r in rows if r.get("build")]
     if built:
-        ctx.table("R-MAT graphs generated and built on the GPU",
+        ctx.table("R-MAT and web-like graphs generated and built on the GPU",
                   ["graph", "edges (distinct)", "generate s", "build CSR s"],
                   [[r["graph"], r["edges"], f"{r['build']['generate_s']:.3f}",
                     f"{r['build']['build_s']:.3f}"] for r in built])
@@ -134,25 +139,33 @@ def _graph(ctx: Any, label: str, spec: Any):
 
     import webrank
     from webrank.backends.gpu_build import graph_on_device
-    from webrank.generate import rmat
+    from webrank.generate import rmat, web_crawl
 
     if spec == "real":
         path = ctx.dataset(label)
         return (None, None) if path is None else (webrank.load(path), {})
-    scale = int(spec)
+    web = isinstance(spec, tuple)
+    scale = int(spec[1] if web else spec)
     n, m = 2**scale, 16 * 2**scale
     need = m * (8 + 8 + 8 + 1 + 4)  # ids, keys, sort scratch, flags, indices
     free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
     if need > free:
         ctx.skip(label, f"building it needs ~{need / 2**30:.0f} GiB, {free / 2**30:.0f} free")
         return None, None
-    (src, dst, n), t_gen = ctx.time(
-        lambda: rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32), device="gpu", repeats=1)
+    def generate() -> tuple[Any, Any, int]:
+        if not web:
+            return rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32)
+        s, d, k = web_crawl(scale, 16, seed=scale, xp=cp)
+        return s.astype(np.int32), d.astype(np.int32), k
+
+    (src, dst, n), t_gen = ctx.time(generate, device="gpu", repeats=1)
     g, t_build = ctx.time(lambda s=src, d=dst: graph_on_device(s, d, n, name=label),
                           device="gpu", repeats=1 if scale >= 24 else ctx.repeats)
     src = dst = None  # free the edge arrays before the runs
-    params = {"scale": scale, "edge_factor": 16, "generated_edges": m}
-    ctx.record(f"{label}: R-MAT generation on the GPU", t_gen, device="gpu", params=params)
+    params = {"scale": scale, "edge_factor": 16, "generated_edges": m,
+              "generator": "web_crawl" if web else "rmat"}
+    kind = "web-like (crawl order)" if web else "R-MAT"
+    ctx.record(f"{label}: {kind} generation on the GPU", t_gen, device="gpu", params=params)
     ctx.record(f"{label}: CSR construction on the GPU (sort, dedup, degrees)", t_build,
                device="gpu", params=params, metrics={"edges": g.num_edges, "n": g.n})
     return g, {"generate_s": t_gen["median"], "build_s": t_build["median"]}
