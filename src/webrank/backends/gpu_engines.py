@@ -66,11 +66,11 @@ def link_locality(graph: Any, window: int = 1 << 15, samples: int = 1 << 16,
     if graph.on_gpu:
         import cupy as cp
 
-        from webrank.backends import gpu_arrays
+        from webrank.backends.gpu_arrays import searchsorted, take
 
-        rows = gpu_arrays.searchsorted(graph.indptr, pos + 1) - 1
-        src = gpu_arrays.take(graph.indices, cp.asarray(pos),
-                              cp.empty(pos.size, dtype=graph.indices.dtype)).get()
+        rows = searchsorted(graph.indptr, pos + 1) - 1
+        src = take(graph.indices, cp.asarray(pos),
+                   cp.empty(pos.size, dtype=graph.indices.dtype)).get()
     else:
         rows = np.searchsorted(graph.indptr, pos + 1, side="left") - 1
         src = np.asarray(graph.indices[pos])

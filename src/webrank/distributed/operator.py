@@ -423,6 +423,9 @@ class PartitionedOperator(PageRankOperator):
         GPU steps queued between two reads of the residuals.
     engine : {"auto", "pull", "blocked"}, default "auto"
         The step of a GPU part (:func:`part_engine`).
+    placement : Placement, optional
+        GPU parts placed by an earlier operator (``parts``, ``bounds``, ``comm`` and
+        ``devices`` are then taken from it and may be None).
     """
 
     name = "partitioned"
