@@ -1,6 +1,8 @@
 // The kernel of the parallel edge-list parse: ranges of a plain file's bytes (each
-// starting at a line start) parsed in parallel into two int64 id columns, in the
-// canonical form `digits DELIM digits` and a line end only. Python side:
+// starting at a line start) parsed in parallel into two id columns (int32 or int64: the
+// caller's; an id past int32's range still counts in each range's bounds, so the caller
+// sees it and parses again into int64), in the canonical form `digits DELIM digits` and
+// a line end only. Python side:
 // webrank.kernels.cpu_parse (what the canonical form is, and why, in its docstrings).
 #include "common.hpp"
 
@@ -30,17 +32,18 @@ inline int64_t number(const uint8_t* buf, int64_t& p, int64_t end, int& digits) 
     return static_cast<int64_t>(v);
 }
 
-void parse_id_pairs(const In& buf_, const In& cuts_, int delim, const In& first_slot_,
-                    const Out& src_, const Out& dst_, const Out& parsed_,
-                    const Out& bounds_, int threads) {
+template <class T>
+void parse_into(const In& buf_, const In& cuts_, int delim, const In& first_slot_,
+                const Out& src_, const Out& dst_, const Out& parsed_, const Out& bounds_,
+                int threads) {
     const uint8_t* buf = data_as<const uint8_t>(buf_, "buf");
     const int64_t size = static_cast<int64_t>(buf_.size());
     const int64_t* cuts = data_as<const int64_t>(cuts_, "cuts");
     const int64_t ranges = static_cast<int64_t>(cuts_.size()) - 1;
     if (ranges < 0) bad_array("cuts", "must not be empty");
     const int64_t* first = data_as<const int64_t>(first_slot_, "first_slot");
-    int64_t* src = data_as<int64_t>(src_, "src");
-    int64_t* dst = data_as<int64_t>(dst_, "dst");
+    T* src = data_as<T>(src_, "src");
+    T* dst = data_as<T>(dst_, "dst");
     int64_t* parsed = data_as<int64_t>(parsed_, "parsed");
     int64_t* bounds = data_as<int64_t>(bounds_, "bounds");
     if (static_cast<int64_t>(first_slot_.size()) < ranges ||
@@ -86,8 +89,8 @@ void parse_id_pairs(const In& buf_, const In& cuts_, int delim, const In& first_
                 }
                 ++p;
             }
-            src[o] = a;
-            dst[o] = b;
+            src[o] = static_cast<T>(a);
+            dst[o] = static_cast<T>(b);
             ++o;
             lo = std::min(lo, std::min(a, b));
             hi = std::max(hi, std::max(a, b));
@@ -96,6 +99,15 @@ void parse_id_pairs(const In& buf_, const In& cuts_, int delim, const In& first_
         bounds[2 * r] = lo;
         bounds[2 * r + 1] = hi;
     }
+}
+
+void parse_id_pairs(const In& buf, const In& cuts, int delim, const In& first_slot,
+                    const Out& src, const Out& dst, const Out& parsed, const Out& bounds,
+                    int threads) {
+    if (src.dtype() == nb::dtype<int32_t>())
+        parse_into<int32_t>(buf, cuts, delim, first_slot, src, dst, parsed, bounds, threads);
+    else
+        parse_into<int64_t>(buf, cuts, delim, first_slot, src, dst, parsed, bounds, threads);
 }
 
 }  // namespace

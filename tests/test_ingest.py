@@ -203,3 +203,24 @@ def test_factorize_in_parallel_slices_is_the_serial_numbering(monkeypatch, threa
         np.testing.assert_array_equal(a, b)
     # first appearance: label 0 is src[0], label 1 the next new one in file order
     assert got[2][0] == src[0].as_py() and got[0][0] == 0
+
+
+def test_parallel_parse_takes_int32_columns_and_int64_past_them(tmp_path, parallel):
+    """The parallel parse writes int32 columns (half the memory); an id past int32's
+    range is seen in the ranges' bounds and the file is parsed again into int64."""
+    from webrank.io.edgelist import read_edge_columns
+
+    small = tmp_path / "small.txt"
+    small.write_text("".join(f"{i} {(7 * i) % 1000}\n" for i in range(1000)))
+    src, dst, _, _ = read_edge_columns(small)
+    assert build.joined(src).dtype == np.int32
+    big = tmp_path / "big.txt"
+    ids = [0, 5, 2**31 - 1, 2**31, 3 * 2**32 + 7]
+    big.write_text("".join(f"{a} {b}\n" for a in ids for b in ids))
+    src, dst, _, _ = read_edge_columns(big)
+    got_src, got_dst = build.joined(src), build.joined(dst)
+    assert got_src.dtype == np.int64
+    np.testing.assert_array_equal(got_src, np.repeat(ids, len(ids)))
+    np.testing.assert_array_equal(got_dst, np.tile(ids, len(ids)))
+    g = load(big)
+    assert g.n == 5 and g.num_edges == 25

@@ -236,7 +236,8 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
     from webrank.io.edgelist import read_edge_columns
 
     src, dst, w, labels = read_edge_columns(path, options=options)  # a third column: weights
-    cols = (joined(src), joined(dst), joined(w))
+    # int64 ids for the routing's arithmetic (the parallel parse may give int32)
+    cols = (np.asarray(joined(src), np.int64), np.asarray(joined(dst), np.int64), joined(w))
     return (*cols, np.asarray(labels, dtype=object)) if text else cols
 
 

@@ -590,26 +590,32 @@ def _parallel_read(
     # of them never touched (virtual memory only)
     first_slot = (cut[:-1] - layout.data_start) // 4 + np.arange(cut.size - 1)
     slots = int(first_slot[-1] + (cut[-1] - cut[-2]) // 4 + 1)
-    src = np.empty(slots, np.int64)
-    dst = np.empty(slots, np.int64)
     parsed = np.zeros(cut.size - 1, np.int64)
     bounds = np.zeros((cut.size - 1, 2), np.int64)
-    # NumPy's own map, unmapped when the last view goes (a first call's compile may hold
-    # one a while: a plain mmap would then refuse to close)
-    buf = np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
-    try:
-        # in rounds of ranges, so that a progress bar moves
-        step = max(4 * num_threads(), (cut.size - 1) // 8)
-        for a in range(0, cut.size - 1, step):
-            b = min(cut.size - 1, a + step)
-            cpu_parse.parse_id_pairs(buf, cut[a:b + 1], delim[0], first_slot[a:b],
-                                     src, dst, parsed[a:b], bounds[a:b])
-            if parsed[a:b].min() < 0:
-                return None
-            if progress is not None:
-                progress(int(cut[b]), size)
-    finally:
-        del buf
+    # int32 columns, half the memory of int64 (the build takes either); an id past
+    # int32's range shows in the ranges' bounds, and the file is parsed again into int64
+    for width in (np.int32, np.int64):
+        src = np.empty(slots, width)
+        dst = np.empty(slots, width)
+        # NumPy's own map, unmapped when the last view goes (a first call's compile may
+        # hold one a while: a plain mmap would then refuse to close)
+        buf = np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
+        try:
+            # in rounds of ranges, so that a progress bar moves
+            step = max(4 * num_threads(), (cut.size - 1) // 8)
+            for a in range(0, cut.size - 1, step):
+                b = min(cut.size - 1, a + step)
+                cpu_parse.parse_id_pairs(buf, cut[a:b + 1], delim[0], first_slot[a:b],
+                                         src, dst, parsed[a:b], bounds[a:b])
+                if parsed[a:b].min() < 0:
+                    return None
+                if progress is not None:
+                    progress(int(cut[b]), size)
+        finally:
+            del buf
+        if int(bounds[parsed > 0, 1].max(initial=-1)) <= np.iinfo(width).max:
+            break
+        src = dst = None  # (freed before the int64 columns are made)
     keep = parsed > 0
     if not keep.any():
         return None

@@ -23,7 +23,8 @@ def parse_id_pairs(buf: np.ndarray, cuts: np.ndarray, delim: int, first_slot: np
                    src: np.ndarray, dst: np.ndarray, parsed: np.ndarray,
                    bounds: np.ndarray) -> None:
     """Parse each range ``buf[cuts[r]:cuts[r + 1]]`` (ranges start at line starts) into
-    ``src``/``dst`` from slot ``first_slot[r]`` on.
+    ``src``/``dst`` (int32 or int64, both alike) from slot ``first_slot[r]`` on; an id
+    past the columns' range is stored cut, and shows in ``bounds``.
 
     ``parsed[r]``: the edges of range r, or ``-1 - offset`` of the first byte outside
     the canonical form. ``bounds[r]``: the smallest and largest id of the range.
