@@ -13,8 +13,9 @@ whole processes, in this order:
 * ``webrank demo --device D`` twice;
 * one process calling ``personalized_pagerank``, ``update`` and ``nx.pagerank(...,
   backend="webrank")`` twice each on GRAPH's graph (the first and second call of each);
-  networkx keeps its conversion of a graph, so ``networkx_new_graph`` pairs the first
-  call with one on another graph of the same size, which converts again.
+  networkx keeps its conversion of a graph, and ``update`` the graph's out-link CSR, so
+  ``networkx_new_graph`` and ``update_new_graph`` pair the first call with one on another
+  graph (of the same size; GRAPH read again), which does that work again.
 
 Prints medians over the installs and the first/second ratios; writes JSON (machine, CPU,
 commit, date, every time). ``--source`` builds the wheel of that tree first (``pip wheel
@@ -54,6 +55,12 @@ r = webrank.pagerank(g, tol=1e-8, device=device)
 twice("personalized_pagerank",
       lambda: webrank.personalized_pagerank(g, [{0, 1}, {2}], top=5, device=device))
 twice("update", lambda: webrank.update(r, added_edges=[(0, 5), (7, 2)]))
+# update keeps the out-link CSR with the graph: a second graph's first update builds it too
+r2 = webrank.pagerank(webrank.load(sys.argv[1]), tol=1e-8, device=device)
+t0 = time.perf_counter()
+webrank.update(r2, added_edges=[(0, 5), (7, 2)])
+out["update_new_graph_first_s"] = out["update_first_s"]
+out["update_new_graph_second_s"] = time.perf_counter() - t0
 try:
     import networkx as nx
 except ImportError:
