@@ -365,3 +365,17 @@ def test_top_table_is_top_as_a_table():
     assert t.num_rows == g.n and t.column("node").to_pylist() == [n for n, _ in r.top(g.n)]
     with pytest.raises(ValueError, match="kind"):
         r.top_table(kind="polars")
+
+
+def test_info_keys_have_one_author():
+    """The result's info merges the operator's, the solver's and the call's entries; a
+    key two of them set differently is raised, not silently replaced."""
+    from webrank.ranking import merged_info
+
+    assert merged_info({"engine": "pull"}, {"method": "power"}, {}) == {
+        "engine": "pull", "method": "power"}
+    arr = np.arange(3)
+    assert merged_info({"a": arr}, {"a": arr})["a"] is arr
+    assert merged_info({"a": 1}, {"a": 1}) == {"a": 1}
+    with pytest.raises(RuntimeError, match="set twice"):
+        merged_info({"method": "power"}, {"method": "gmres"})

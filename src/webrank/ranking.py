@@ -270,15 +270,35 @@ def pagerank(
         setup_time=t1 - t0,
         device_name=device_name(backend),
         graph=graph,
-        info={**op.info, **out.info,
-              **({"gpus": gpus, "gpus_asked": gpus_asked, "gpus_reason": gpus_note}
-                 if gpus_note else {})},
+        info=merged_info(op.info, out.info,
+                         {"gpus": gpus, "gpus_asked": gpus_asked, "gpus_reason": gpus_note}
+                         if gpus_note else {}),
         personalization=v,
         dangling=d,
     )
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result
+
+
+def merged_info(*parts: dict[str, Any]) -> dict[str, Any]:
+    """The result's ``info``: the operator's, the solver's and the call's entries in one
+    dict. Each key has one author: a key two of them set differently is a bug, raised
+    here rather than one value silently replacing the other."""
+    info: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in info and info[key] is not value and not _same(info[key], value):
+                raise RuntimeError(f"info[{key!r}] set twice: {info[key]!r} and {value!r}")
+            info[key] = value
+    return info
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # arrays: compared by identity above
+        return False
 
 
 #: what goes to the backend rather than the solver: the engine and its tuning
