@@ -46,10 +46,9 @@ def pull_working_bytes(num_nodes: int, num_edges: int, dtype: str) -> int:
     return int(4 * num_edges + num_nodes * (8 + 16 + 2 * item + 8))
 
 
-#: link_locality from which ``engine="auto"`` runs the pull step past L2. Measured on an
-#: H100 (float32, whole calls to 1e-10; docs/benchmarks.md, "Engine choice on crawl
-#: orders"): web_crawl graphs (0.885-0.889) ran faster or as fast with pull at 16M-229M
-#: links, R-MAT (0.004-0.064) faster with the blocked engine
+#: link_locality from which ``engine="auto"`` runs the pull step past L2: graphs in crawl
+#: order (near 0.9) ran faster with pull, ids in random order (below 0.1) with the blocked
+#: engine (the measurements: docs/guide/choosing.md, "Crawl order")
 CRAWL_ORDER_LOCALITY = 0.5
 
 

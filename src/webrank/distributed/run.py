@@ -284,10 +284,9 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
 
 
 #: links each GPU of a ``pagerank(graph, gpus=N)`` run needs at least, or fewer GPUs
-#: answer sooner (each step's exchange and launches on every GPU cost more than the share
-#: of the links they take off the others). Whole calls to 1e-10 on H100s, graph placed:
-#: R-MAT 22 (67M links) 26 ms on one GPU, 18 ms on two, 26 ms on four; R-MAT 24 (268M)
-#: 109, 62 and 44 ms; cnr-2000 (3.2M) best on one (docs/benchmarks.md, "Beyond one GPU")
+#: answer sooner: each step's exchange and launches on every GPU cost more than the share
+#: of the links they take off the others (the measurements: docs/distributed.md, "One
+#: host, several GPUs")
 LINKS_PER_GPU = 30_000_000
 
 
