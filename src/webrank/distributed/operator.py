@@ -540,7 +540,9 @@ class PartitionedOperator(PageRankOperator):
 
     # -- vectors of the solvers (full length, replicated) ------------------------------
     def teleport(self) -> np.ndarray:
-        return np.full(self.n, 1.0 / self.n) if self._v is None else self._v
+        if self._v is None:  # uniform: made on the first call that needs it, then kept
+            self._v = np.full(self.n, 1.0 / self.n)
+        return self._v
 
     def dangling_dist(self) -> np.ndarray:
         return self.teleport() if self._d is None else self._d
@@ -574,11 +576,13 @@ class PartitionedOperator(PageRankOperator):
         with np.errstate(divide="ignore", invalid="ignore"):
             xs = np.where(ow > 0, np.asarray(x, dtype=np.float64) / ow, 0.0)
         y = np.zeros(self.n)
+        # the GPU parts read the exchange's slots: packed once for all of them
+        src = xs if self.devices is None else self._packed_host(xs)
         for home in self._homes:
             if self.devices is None:
-                y[home.r0:home.r1] = home.matrix(self.n) @ xs
+                y[home.r0:home.r1] = home.matrix(self.n) @ src
             else:
-                y[home.r0:home.r1] = self._device_product(home, self._packed_host(xs))
+                y[home.r0:home.r1] = self._device_product(home, src)
         self._host_gather(y)
         return y
 
