@@ -1,7 +1,8 @@
 """A fresh install's first answer: whole processes in new virtual environments.
 
-    python benchmarks/first_answer.py [--source DIR | --wheel FILE] [--installs 3]
-                                      [--device cpu] [--file GRAPH] [--out FILE]
+    python benchmarks/first_answer.py [--source DIR | --wheel FILE | --built-tree SRC]
+                                      [--installs 3] [--device cpu] [--file GRAPH]
+                                      [--out FILE]
 
 What a new user waits for: each install is a new virtual environment holding the built
 webrank wheel (its dependencies are taken from this interpreter's environment through a
@@ -13,13 +14,18 @@ whole processes, in this order:
 * ``webrank demo --device D`` twice;
 * one process calling ``personalized_pagerank``, ``update`` and ``nx.pagerank(...,
   backend="webrank")`` twice each on GRAPH's graph (the first and second call of each);
-  networkx keeps its conversion of a graph, and ``update`` the graph's out-link CSR, so
-  ``networkx_new_graph`` and ``update_new_graph`` pair the first call with one on another
-  graph (of the same size; GRAPH read again), which does that work again.
+  networkx keeps its conversion of a graph, ``update`` the graph's out-link CSR and
+  ``personalized_pagerank`` its operator's device arrays, so ``networkx_new_graph``,
+  ``update_new_graph`` and ``personalized_new_graph`` pair the first call with one on
+  another graph (of the same size; GRAPH read again), which does that work again.
 
 Prints medians over the installs and the first/second ratios; writes JSON (machine, CPU,
 commit, date, every time). ``--source`` builds the wheel of that tree first (``pip wheel
 --no-deps``: an older checkout measures the code before a change on the same machine).
+``--built-tree SRC`` installs the package folder ``SRC/webrank`` as built in place
+(``tools/build_native.py``: compiled kernels beside the sources) with the metadata of
+``pyproject.toml`` (console script, networkx entry points), for machines that cannot
+build a wheel (no build backend installed, no network).
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import site
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +69,10 @@ t0 = time.perf_counter()
 webrank.update(r2, added_edges=[(0, 5), (7, 2)])
 out["update_new_graph_first_s"] = out["update_first_s"]
 out["update_new_graph_second_s"] = time.perf_counter() - t0
+t0 = time.perf_counter()
+webrank.personalized_pagerank(r2.graph, [{0, 1}, {2}], top=5, device=device)
+out["personalized_new_graph_first_s"] = out["personalized_pagerank_first_s"]
+out["personalized_new_graph_second_s"] = time.perf_counter() - t0
 try:
     import networkx as nx
 except ImportError:
@@ -80,10 +92,30 @@ print(json.dumps(out))
 
 
 def _deps_pth() -> str:
-    """This interpreter's site-packages folders: the new environments' dependencies."""
-    paths = [p for p in (*site.getsitepackages(), site.getusersitepackages())
-             if os.path.isdir(p)]
-    return "\n".join(paths) + "\n"
+    """This interpreter's site-packages folders and ``PYTHONPATH`` entries: the new
+    environments' dependencies (a folder holding a ``webrank`` package left out)."""
+    extra = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    paths = [p for p in (*site.getsitepackages(), site.getusersitepackages(), *extra)
+             if p and os.path.isdir(p) and not os.path.isdir(os.path.join(p, "webrank"))]
+    return "\n".join(dict.fromkeys(os.path.abspath(p) for p in paths)) + "\n"
+
+
+def install_built_tree(src: Path, site_dir: Path) -> None:
+    """``src/webrank`` (built in place) into ``site_dir`` as an install puts it: the
+    package without bytecode caches, and a ``.dist-info`` with the entry points of
+    ``pyproject.toml`` (networkx finds its backends through them)."""
+    project = tomllib.loads((src.parent / "pyproject.toml").read_text())["project"]
+    shutil.copytree(src / "webrank", site_dir / "webrank",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc"))
+    info = site_dir / f"webrank-{project.get('version', '0')}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: webrank\n"
+                                   f"Version: {project.get('version', '0')}\n")
+    groups = {"console_scripts": project.get("scripts", {}),
+              **project.get("entry-points", {})}
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
+        for group, points in groups.items()))
 
 
 def build_wheel(source: Path, into: Path) -> Path:
@@ -94,17 +126,20 @@ def build_wheel(source: Path, into: Path) -> Path:
 
 
 def fresh_env(wheel: Path, root: Path) -> tuple[Path, dict[str, str]]:
-    """A new virtual environment with ``wheel`` installed; its bin folder and the
+    """A new virtual environment with ``wheel`` installed (a wheel file, or a source
+    folder built in place: :func:`install_built_tree`); its bin folder and the
     environment of its processes (new HOME, no kernel cache variables)."""
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     site_dir = venv / "lib" / pyver / "site-packages"
     (site_dir / "_deps.pth").write_text(_deps_pth())
-    # install with this interpreter's pip into the new environment's site-packages
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--no-compile", "--target", str(site_dir), "--upgrade", str(wheel)],
-                   check=True)
+    if wheel.is_dir():
+        install_built_tree(wheel, site_dir)
+    else:  # with this interpreter's pip into the new environment's site-packages
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                        "--no-index", "--no-compile", "--target", str(site_dir), "--upgrade",
+                        str(wheel)], check=True)
     # the console script: pip --target writes none into the venv's bin
     bin_dir = venv / "bin"
     (bin_dir / "webrank").write_text(
@@ -169,13 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--source", type=Path, default=HERE.parent,
                      help="source tree to build the wheel of (default: this checkout)")
     src.add_argument("--wheel", type=Path, help="an already built webrank wheel")
+    src.add_argument("--built-tree", type=Path, metavar="SRC",
+                     help="the src folder of a checkout built in place "
+                          "(python tools/build_native.py), installed as it is")
     ap.add_argument("--installs", type=int, default=3, help="fresh installs (default 3)")
     ap.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     ap.add_argument("--file", type=Path, default=DEFAULT_GRAPH, help="graph to rank")
     ap.add_argument("--out", type=Path, help="JSON file to write")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="webrank-wheel-") as wdir:
-        wheel = args.wheel or build_wheel(args.source, Path(wdir))
+        wheel = (args.built_tree.resolve() if args.built_tree
+                 else args.wheel or build_wheel(args.source, Path(wdir)))
         rows = [one_install(wheel, args.file, args.device) for _ in range(args.installs)]
         wheel_name = wheel.name
     medians = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
