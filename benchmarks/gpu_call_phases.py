@@ -7,8 +7,9 @@ timers wrapped around the call's steps (each phase ends with a device synchronis
 argument checks, the operator, the start vector, the solve, the normalisation, the copy
 of the scores to the host and the result. Then the floors of the copy back (one n-vector
 of float64): into a new NumPy array (pageable, its pages touched for the first time),
-into a reused pageable array, into a reused pinned buffer, and the pinned copy followed
-by a host copy into a new array. A cProfile of one call lists the Python functions that
+into a reused pageable array, into a reused pinned buffer, the pinned copy followed
+by a host copy into a new array, and the parts of a landing (a new array page-locked,
+the copy into it, the unlock). A cProfile of one call lists the Python functions that
 take the most time of their own.
 
     python benchmarks/gpu_call_phases.py [--graphs rmat-22 rmat-24 cnr-2000 ...]
@@ -179,6 +180,21 @@ def copy_floors(n: int, repeats: int = 15) -> dict[str, float]:
             fn()
             ts.append(time.perf_counter() - t0)
         out[name] = 1e3 * statistics.median(ts)
+    # what HostLanding does: a new array page-locked (its pages faulted in by the lock),
+    # the copy, the unlock; each part timed alone
+    parts: dict[str, list[float]] = {"lock_new_array": [], "copy_locked": [], "unlock": []}
+    for _ in range(repeats):
+        host = np.empty(n)
+        t0 = time.perf_counter()
+        cp.cuda.runtime.hostRegister(host.ctypes.data, host.nbytes, 0)
+        t1 = time.perf_counter()
+        x.get(out=host)
+        t2 = time.perf_counter()
+        cp.cuda.runtime.hostUnregister(host.ctypes.data)
+        t3 = time.perf_counter()
+        for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            parts[k].append(v)
+    out.update({k: 1e3 * statistics.median(v) for k, v in parts.items()})
     out["bytes"] = 8 * n
     return out
 

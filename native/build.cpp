@@ -505,6 +505,19 @@ void transpose_csr(const In& indptr, const In& indices, const Out& out_indptr,
     });
 }
 
+// One write per page of a new array, on all threads and without the GIL: its pages are
+// faulted in (the kernel maps and zeroes them) before a copy writes it, so that the copy
+// runs at memory speed; a caller's other threads (a GPU solve's launches) keep running.
+void touch_pages(const Out& a, int threads) {
+    auto* p = static_cast<unsigned char*>(a.data());
+    const int64_t bytes = static_cast<int64_t>(a.nbytes());
+    const int64_t page = 4096;
+    const int nt = threads_or_default(threads);
+    nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t off = 0; off < bytes; off += page) p[off] = 0;
+}
+
 }  // namespace
 
 void register_build(nb::module_& m) {
@@ -525,6 +538,7 @@ void register_build(nb::module_& m) {
     m.def("count_sources", &count_sources, "idx"_a, "hist"_a, "threads"_a = 0);
     m.def("transpose_csr", &transpose_csr, "indptr"_a, "indices"_a, "out_indptr"_a,
           "out_cols"_a);
+    m.def("touch_pages", &touch_pages, "a"_a, "threads"_a = 0);
 }
 
 }  // namespace webrank

@@ -1,6 +1,7 @@
-"""The small-graph path, the compiled kernels and lazy imports: the serial SciPy step against
-the compiled kernel, the size switch between them, thread counts, what a fresh process
-imports, and that no entry point loads a JIT compiler (no timing asserts)."""
+"""The small-graph path, the compiled kernels and lazy imports: the serial step against
+the parallel one and both against SciPy's product, the size switch between them, thread
+counts, what a fresh process imports, and that no entry point loads a JIT compiler (no
+timing asserts)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "WEBRANK_SMALL_GRAPH_ED
 
 
 def run_both(monkeypatch, g, **kw):
-    """The same pagerank call through the compiled kernel and through the SciPy step."""
+    """The same pagerank call through the parallel step and through the serial one."""
     out = []
     for threshold in (ALWAYS_NATIVE, NEVER_NATIVE):
         monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", threshold)
@@ -39,14 +40,14 @@ def run_both(monkeypatch, g, **kw):
        weighted=st.booleans(), isolated=st.integers(0, 3), personalize=st.booleans(),
        dangling=st.booleans(), criterion=st.sampled_from(["l1", "l2", "linf"]),
        dtype=st.sampled_from(["float64", "float32"]), alpha=st.sampled_from([0.5, 0.85, 0.99]))
-def test_scipy_step_matches_native_kernel(monkeypatch, seed, n, density, weighted, isolated,
+def test_serial_step_matches_parallel_step(monkeypatch, seed, n, density, weighted, isolated,
                                          personalize, dangling, criterion, dtype, alpha):
     # random_graph gives self-loops, dangling and (with isolated > 0) isolated nodes
     g = random_graph(seed, n, int(density * n), weighted, isolated)
     rng = np.random.default_rng(seed + 1)
     pers = rng.uniform(0, 1, g.n) + 1e-3 if personalize else None
     dang = rng.uniform(0, 1, g.n) + 1e-3 if dangling else None
-    native, scipy = run_both(monkeypatch, g, alpha=alpha, personalization=pers,
+    native, serial = run_both(monkeypatch, g, alpha=alpha, personalization=pers,
                             dangling=dang, criterion=criterion, dtype=dtype, tol=1e-11,
                             max_iter=5000)
     if dtype == "float64" or not g.is_weighted:
@@ -55,17 +56,17 @@ def test_scipy_step_matches_native_kernel(monkeypatch, seed, n, density, weighte
         # difference can flip one rounding of the float32 vector, which the delta steps'
         # residuals (sums of changes, not of scores) see at float32's relative precision
         f32 = dtype == "float32"
-        assert abs(native.iterations - scipy.iterations) <= (1 if f32 else 0)
-        np.testing.assert_allclose(scipy.scores, native.scores, rtol=0, atol=1e-12)
-        k = min(native.residuals.size, scipy.residuals.size)
-        np.testing.assert_allclose(scipy.residuals[:k], native.residuals[:k],
+        assert abs(native.iterations - serial.iterations) <= (1 if f32 else 0)
+        np.testing.assert_allclose(serial.scores, native.scores, rtol=0, atol=1e-12)
+        k = min(native.residuals.size, serial.residuals.size)
+        np.testing.assert_allclose(serial.residuals[:k], native.residuals[:k],
                                    rtol=1e-6 if f32 else 1e-9, atol=1e-15)
     else:
         # weighted float32: the compiled step rounds each product val * xs[j] to float32 (~6e-8
         # relative), SciPy does not; the first (plain) step's rounding stays in the answer,
         # amplified by up to 1 / (1 - alpha), and the residuals near tol differ a little
-        assert np.abs(scipy.scores - native.scores).sum() < 5e-8 / (1 - alpha)
-        assert abs(native.iterations - scipy.iterations) <= max(2, native.iterations // 50)
+        assert np.abs(serial.scores - native.scores).sum() < 5e-8 / (1 - alpha)
+        assert abs(native.iterations - serial.iterations) <= max(2, native.iterations // 50)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -75,13 +76,13 @@ def test_both_steps_on_a_larger_graph(monkeypatch, dtype, criterion):
     through both steps: float32 exercises the delta steps of both."""
     g = random_graph(5, 8000, 40000, weighted=True, isolated=10)
     pers = np.random.default_rng(2).uniform(0, 1, g.n)
-    native, scipy = run_both(monkeypatch, g, personalization=pers, criterion=criterion,
+    native, serial = run_both(monkeypatch, g, personalization=pers, criterion=criterion,
                             dtype=dtype, tol=1e-10)
-    assert native.iterations == scipy.iterations
+    assert native.iterations == serial.iterations
     if dtype == "float64":
-        assert np.abs(scipy.scores - native.scores).max() < 1e-12
-    else:  # weighted float32: see test_scipy_step_matches_native_kernel
-        assert np.abs(scipy.scores - native.scores).sum() < 1e-7
+        assert np.abs(serial.scores - native.scores).max() < 1e-12
+    else:  # weighted float32: see test_serial_step_matches_parallel_step
+        assert np.abs(serial.scores - native.scores).sum() < 1e-7
 
 
 def test_threshold_switch_on_both_sides(monkeypatch):
@@ -90,7 +91,7 @@ def test_threshold_switch_on_both_sides(monkeypatch):
     monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", m)  # m edges: not below the threshold
     assert CPUOperator(g, 0.85, None, None, "float64").kernel == "native"
     monkeypatch.setattr(kernels, "SMALL_GRAPH_EDGES", m + 1)
-    assert CPUOperator(g, 0.85, None, None, "float64").kernel == "scipy"
+    assert CPUOperator(g, 0.85, None, None, "float64").kernel == "serial"
     assert kernels.use_native(kernels.SMALL_GRAPH_EDGES) and not kernels.use_native(m)
 
 
@@ -100,31 +101,39 @@ def test_default_threshold_routes_small_and_large_graphs():
     assert kernels.SMALL_GRAPH_EDGES == 150_000
     small = random_graph(1, 100, 400, weighted=False)
     assert small.num_edges < kernels.SMALL_GRAPH_EDGES
-    assert CPUOperator(small, 0.85, None, None, "float64").kernel == "scipy"
+    assert CPUOperator(small, 0.85, None, None, "float64").kernel == "serial"
     n = kernels.SMALL_GRAPH_EDGES  # ~0.63 n distinct edges per n drawn
     large = random_graph(1, n, 2 * n, weighted=False)
     assert large.num_edges >= kernels.SMALL_GRAPH_EDGES
     assert CPUOperator(large, 0.85, None, None, "float64").kernel == "native"
 
 
-def test_fused_step_and_scipy_step_return_the_same():
-    """The compiled fused_step and scipy_step on the same matrix: same returns."""
-    g = random_graph(9, 30, 90, weighted=True, isolated=2)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("delta", [False, True])
+def test_fused_step_and_scipy_step_return_the_same(threads, weighted, delta):
+    """The compiled fused_step (serial, and parallel over chunks) and scipy_step, SciPy's
+    CSR product, on the same matrix: the same returns."""
+    g = random_graph(9, 3000, 90000, weighted=weighted, isolated=2)
     op = CPUOperator(g, 0.85, None, None, "float64")
-    x = np.full(g.n, 1.0 / g.n)
+    x = np.random.default_rng(2).uniform(0, 1, g.n)
+    x /= x.sum()
     xs = x * op._inv_out
     terms = kernels.StepTerms(v=op._v_k, d=op._d_k, inv_out=op._inv_out, alpha=0.85, crit=0)
+    bounds = (kernels.chunk_bounds(g.indptr, 16) if threads > 1
+              else np.array([0, g.n], dtype=np.int64))
+    partial = np.zeros((bounds.size, 3))
     outs = []
     for step in ("native", "scipy"):
         x_out, xs_out = np.empty_like(x), np.empty_like(xs)
         if step == "native":
             ret = kernels.fused_step(g.indptr, g.indices, op._vals, terms, xs=xs, x=x, dm=0.1,
-                                     mass=0.0, delta=False, bounds=op._bounds,
-                                     x_out=x_out, xs_out=xs_out, partial=op._partial)
+                                     mass=0.0, delta=delta, bounds=bounds, x_out=x_out,
+                                     xs_out=xs_out, partial=partial, threads=threads)
         else:
             ret = kernels.scipy_step(kernels.in_link_matrix(g.indptr, g.indices, op._vals),
                                      np.flatnonzero(op._inv_out == 0), terms, xs=xs, x=x,
-                                     dm=0.1, mass=0.0, delta=False, x_out=x_out,
+                                     dm=0.1, mass=0.0, delta=delta, x_out=x_out,
                                      xs_out=xs_out)
         outs.append((ret, x_out, xs_out))
     (r1, x1, s1), (r2, x2, s2) = outs
@@ -327,6 +336,30 @@ def test_no_jit_compiler_is_loaded_by_any_cpu_entry_point(tmp_path):
     assert not mods & {"numba", "llvmlite", "cupy"}
 
 
+def test_common_first_calls_import_no_numpy_ma(tmp_path):
+    """A plain ``np.unique`` (and ``union1d``, ``setdiff1d``) imports ``numpy.ma`` on its
+    first call: 10-30 ms of the first ``update``. Reading a file, the default solve,
+    personalized PageRank and an update use :func:`webrank.arrays.distinct` instead."""
+    rng = np.random.default_rng(4)
+    src, dst = rng.integers(0, 20_000, 100_000), rng.integers(0, 20_000, 100_000)
+    path = tmp_path / "links.txt"
+    path.write_text("".join(f"{a} {b}\n" for a, b in zip(src.tolist(), dst.tolist(),
+                                                         strict=True)))
+    code = f"""
+import sys
+import webrank
+g = webrank.load({str(path)!r})
+r = webrank.pagerank(g, device="cpu", tol=1e-8)
+webrank.personalized_pagerank(g, [{{0, 1}}, {{2}}], device="cpu", top=5)
+row = int((g.indptr[1:] > g.indptr[:-1]).argmax())  # a node with in-links
+labels = g.node_labels()
+link = (int(labels[g.indices[g.indptr[row]]]), int(labels[row]))
+webrank.update(r, added_edges=[(0, 5), (7, 2), (3, 99_999_999)], removed_edges=[link])
+assert "numpy.ma" not in sys.modules, "numpy.ma imported"
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, env=CLEAN_ENV)
+
+
 def test_numba_is_not_a_dependency():
     """The package no longer needs Numba (its kernels are compiled with it)."""
     import tomllib
@@ -354,3 +387,16 @@ def test_pyarrow_threads_follow_the_process_cpus(monkeypatch):
         assert tables.arrow_threads() == 2  # never raised above what was set
     finally:
         pa.set_cpu_count(before)
+
+
+def test_touch_pages_zeroes_one_byte_a_page_and_keeps_the_array():
+    """The landing of GPU scores faults a new array's pages in ahead of the copy."""
+    from webrank.kernels.cpu_build import touch_pages
+
+    a = np.full(3 * 4096 // 8 + 5, 7.0)
+    expected = a.view(np.uint8).copy()
+    expected[::4096] = 0  # one byte a page from the start, nothing else
+    out = touch_pages(a)
+    assert out is a
+    np.testing.assert_array_equal(a.view(np.uint8), expected)
+    touch_pages(np.empty(0))  # an empty array: nothing to touch

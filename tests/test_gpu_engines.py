@@ -183,3 +183,42 @@ def test_link_locality_and_web_crawl_on_the_device(rng):
     host = web.to_host()
     assert link_locality(web) > 0.85
     assert float((host.out_degree == 0).mean()) > 0.15  # the 20% frontier, and more
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_scores_land_in_prepared_host_memory(rng, monkeypatch, engine):
+    """Scores copied down into the landing array made during the solve (every size lands
+    with LANDING_MIN_BYTES at 0) equal the plain copy's (to the last bits that the
+    engines' atomic sums leave free), each array is the caller's own, and a second call
+    on the same graph (its blocked plan cached) gives the same answer."""
+    from webrank.backends import gpu_arrays
+
+    g = random_graph(rng, 30000, 200000, False)
+    plain = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
+    monkeypatch.setattr(gpu_arrays, "LANDING_MIN_BYTES", 0)
+    landed = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
+    again = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
+    np.testing.assert_allclose(landed.scores, plain.scores, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(again.scores, plain.scores, rtol=1e-12, atol=0)
+    landed.scores[:] = 0.0  # writable, and not shared with the next call's array
+    assert again.scores.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(plain.scores, reference(g).scores, atol=1e-6)
+
+
+def test_host_landing_receive_and_discard():
+    import cupy as cp
+
+    from webrank.backends.gpu_arrays import HostLanding
+
+    x = cp.arange(1 << 20, dtype=np.float64)
+    landing = HostLanding(x.size)
+    assert landing.fits(x) and not landing.fits(x[:-1]) and not landing.fits(
+        x.astype(np.float32))
+    host = landing.receive(x)
+    np.testing.assert_array_equal(host, x.get())
+    assert not landing.fits(x)  # used once
+    with pytest.raises(ValueError):
+        landing.receive(x)
+    given_up = HostLanding(x.size)
+    given_up.discard()
+    assert not given_up.fits(x)

@@ -350,7 +350,7 @@ def test_solves_on_the_parallel_kernels_run_blas_on_one_thread(engine, blas_thre
 
     g = random_graph(28, 300, 2000, weighted=False)
     r = webrank.pagerank(g, method="gmres", engine=engine, callback=callback)
-    assert r.info["kernel"] == ("native" if engine == "pull" else "scipy") and seen
+    assert r.info["kernel"] == ("native" if engine == "pull" else "serial") and seen
     want = [blas_threads_inside] * len(seen) if blas_threads_inside else \
         [before[f] for f in before] * (len(seen) // len(before))
     assert seen == want

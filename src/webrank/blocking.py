@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from webrank.arrays import array_module
+from webrank.arrays import array_module, distinct
 
 __all__ = [
     "BlockPlan",
@@ -178,7 +178,7 @@ def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | N
             cut = searchsorted(ptr, targets.astype(np.int64))
         cut = np.asarray(cut).astype(np.int64)
         cut[0], cut[-1] = 0, rows
-        cut = np.unique(np.clip(cut, 0, rows))
+        cut = distinct(np.clip(cut, 0, rows))
         sizes = np.diff(cut)
         pieces = -(-sizes // part_rows_max)
         if (pieces > 1).any():
@@ -186,7 +186,7 @@ def plan_blocks(indptr: Any, *, n_src: int, row_begin: int = 0, row_end: int | N
             within = np.arange(starts.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
             step = np.repeat(-(-sizes // pieces), pieces)
             cut = np.append(np.minimum(starts + within * step, rows), rows)
-            cut = np.unique(cut)
+            cut = distinct(cut)
         part_ptr = (cut + row_begin).astype(np.int64)
     num_parts = max(1, part_ptr.size - 1)
     # chunk size: about `block_entries` entries per (chunk, partition) block

@@ -52,8 +52,10 @@ __all__ = [
 ]
 
 #: edge counts from which the parallel build (compiled kernels, :mod:`webrank.kernels.cpu_build`)
-#: runs; below, NumPy's serial build is as fast
-PARALLEL_BUILD_EDGES = 1 << 20
+#: runs; below, NumPy's serial sort (``webrank.graph``), which needs no SciPy: the same
+#: size as ``webrank.graph.NUMPY_BUILD_EDGES``, so that no build imports SciPy's sparse
+#: module (0.2 s of a first call on 2 cores; docs/benchmarks.md)
+PARALLEL_BUILD_EDGES = 1 << 15
 
 _FINE_BITS = 12  # 4096 fine buckets: their counts place the coarse bucket boundaries
 _BUCKET_EDGES = 1 << 17  # coarse buckets of about this many links (1 MB of keys)

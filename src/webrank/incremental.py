@@ -117,6 +117,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import distinct
 from webrank.backends import (
     device_name,
     make_frontier_operator,
@@ -269,7 +270,7 @@ class _Edit:
     @property
     def changed_sources(self) -> np.ndarray:
         """Nodes whose out-links (and so transition probabilities) changed."""
-        return np.unique(np.concatenate([self.src_del, self.src_add, self.src_reweighted]))
+        return distinct(np.concatenate([self.src_del, self.src_add, self.src_reweighted]))
 
 
 def _resolve_edit(graph: Graph, added_edges: Any, removed_edges: Any) -> _Edit:
@@ -301,7 +302,7 @@ def _resolve_edit(graph: Graph, added_edges: Any, removed_edges: Any) -> _Edit:
     as_keys, as_idx = _node_index(graph, as_, "added_edges")
     ad_keys, ad_idx = _node_index(graph, ad, "added_edges")
     missing = np.concatenate([as_keys[as_idx < 0], ad_keys[ad_idx < 0]])
-    new_labels = np.unique(missing)
+    new_labels = distinct(missing)
     n_new = n + new_labels.size
     if new_labels.size:
         as_idx = np.where(as_idx < 0, n + np.searchsorted(new_labels, as_keys), as_idx)

@@ -8,9 +8,10 @@ The fused power step (:mod:`webrank.kernels.cpu`) is, by ``engine``:
   (:class:`~webrank.kernels.cpu.CPUBlockedLayout`: rows in cache-sized partitions, each
   source's value read once per partition and added to its run of rows), built once per
   graph and kept in its cache;
-* ``"auto"`` (default): the serial SciPy step below
+* ``"auto"`` (default): the same compiled pull step on one thread below
   :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges (a parallel step's thread start
-  outweighs its gain there); above it, with at least :data:`BLOCKED_MIN_THREADS` threads,
+  outweighs its gain there, and a serial step does not wait for threads that other
+  processes hold up); above it, with at least :data:`BLOCKED_MIN_THREADS` threads,
   blocked when the solve is expected to take enough steps to repay the layout's build
   (:data:`BLOCKED_MIN_STEPS`), else pull.
 """
@@ -51,11 +52,10 @@ class CPUOperator(PageRankOperator):
 
     Attributes
     ----------
-    kernel : {"native", "scipy"}
-        The power step's implementation, chosen once from the edge count by
-        :func:`webrank.kernels.cpu.use_native` (an explicit ``engine`` takes the
-        compiled kernels): the parallel compiled kernels, or the serial SciPy step of
-        small graphs.
+    kernel : {"native", "serial"}
+        How the compiled power step runs, chosen once from the edge count by
+        :func:`webrank.kernels.cpu.use_native` (an explicit ``engine`` runs in
+        parallel): on all the kernels' threads, or on one (small graphs).
     """
 
     capabilities = frozenset({"sweep", "adaptive", "fixed_point"})
@@ -90,11 +90,12 @@ class CPUOperator(PageRankOperator):
         vals = graph.transition_values()
         self._vals = (np.zeros(0, dtype=self.dtype) if vals is None
                       else vals.astype(self.dtype))
-        self._bounds = kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
-        self._partial = np.zeros((self._bounds.size, 3))
-        self._matrix: Any = None  # the in-link CSR for SciPy (scipy.sparse.csr_array)
         native = kernels.use_native(graph.num_edges) if engine == "auto" else True
-        self.kernel = "native" if native else "scipy"
+        self.kernel = "native" if native else "serial"
+        self._step_threads = None if native else 1
+        self._bounds = (kernels.chunk_bounds(graph.indptr, kernels.default_chunks())
+                        if native else np.array([0, n], dtype=np.int64))
+        self._partial = np.zeros((self._bounds.size, 3))
         self.engine = engine
         self.info["kernel"] = self.kernel
 
@@ -121,25 +122,16 @@ class CPUOperator(PageRankOperator):
     def dangling_mass(self, x: Any) -> float:
         return float(x[self._dangling].sum())
 
-    def _pt(self) -> Any:
-        """``P^T`` as a float64 SciPy CSR (values as the kernels see them), built once."""
-        if self._matrix is None:
-            g = self.graph
-            self._matrix = kernels.in_link_matrix(g.indptr, g.indices, self._vals)
-        return self._matrix
-
-    def prepare_steps(self) -> None:
-        """Build the SciPy matrix of the serial step (setup time, not compute time)."""
-        if self.kernel == "scipy":
-            self._pt()
-
     def propagate(self, x: Any) -> np.ndarray:
-        xs = x if self._vals.size else x * self._inv_out
-        if self.kernel == "native":  # rows in parallel, each summed in order: SciPy's bits
-            g = self.graph
-            return kernels.row_range_sums(g.indptr[:-1], g.indptr[1:], g.indices,
-                                          self._vals, xs, np.empty(self.n))
-        return self._pt() @ xs
+        # any float n-vector (SciPy's LinearOperator passes (n, 1) columns): float64 rows
+        # summed in order by the compiled kernel (SciPy's bits), shaped as given
+        x = np.asarray(x)
+        flat = np.ascontiguousarray(x.reshape(-1), dtype=np.float64)
+        xs = flat if self._vals.size else flat * self._inv_out
+        g = self.graph
+        out = kernels.row_range_sums(g.indptr[:-1], g.indptr[1:], g.indices, self._vals,
+                                     xs, np.empty(self.n), threads=self._step_threads)
+        return out.reshape(x.shape)
 
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str,
@@ -157,13 +149,10 @@ class CPUOperator(PageRankOperator):
         steps = 0
         delta = False
         mass = 0.0
-        native = self.kernel == "native"
         layout = None
-        if native and self._step_engine(tol, max_steps) == "blocked":
+        if self.kernel == "native" and self._step_engine(tol, max_steps) == "blocked":
             layout = self._blocked_layout()
             partial = np.zeros((layout.part_ptr.size, 3))
-        elif not native:
-            matrix, dangling = self._pt(), np.flatnonzero(self._dangling)
         terms = kernels.StepTerms(v=self._v_k, d=self._d_k, inv_out=self._inv_out,
                                   alpha=self.alpha, crit=crit)
         while steps < max_steps:
@@ -171,15 +160,11 @@ class CPUOperator(PageRankOperator):
                 res, dm, mass = kernels.blocked_step(
                     layout, terms, xs=xs, x=x, dm=dm, mass=mass, delta=delta, x_out=x_next,
                     xs_out=xs_next, partial=partial)
-            elif native:
+            else:
                 res, dm, mass = kernels.fused_step(
                     g.indptr, g.indices, self._vals, terms, xs=xs, x=x, dm=dm, mass=mass,
                     delta=delta, bounds=self._bounds, x_out=x_next, xs_out=xs_next,
-                    partial=self._partial)
-            else:
-                res, dm, mass = kernels.scipy_step(
-                    matrix, dangling, terms, xs=xs, x=x, dm=dm, mass=mass, delta=delta,
-                    x_out=x_next, xs_out=xs_next)
+                    partial=self._partial, threads=self._step_threads)
             if self.delta_steps and not delta:
                 # switch to delta steps: gather (x_1 - x_0) / out from now on
                 d1 = x_next - x

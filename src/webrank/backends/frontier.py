@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from webrank.arrays import distinct
 from webrank.backends.base import Operator
 from webrank.graph import Graph
 from webrank.kernels import cpu_frontier
@@ -88,7 +89,7 @@ class FrontierOperator(Operator):
         acc = np.zeros(n)
         flag = np.zeros(n, np.uint8)
         active = cpu_frontier.out_neighbours(out_indptr, out_targets, sources, flag)
-        active = np.union1d(active, also_active).astype(np.int64)
+        active = distinct(np.concatenate([active, also_active])).astype(np.int64)
         new_vals = np.empty(n)
         propagate = np.empty(n, bool)
         held = 0.0

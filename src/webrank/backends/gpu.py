@@ -8,6 +8,8 @@ residual history once per replay, one small copy, instead of synchronising each 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -133,10 +135,38 @@ class OnGPU:
     (:class:`GPUOperator`, :class:`~webrank.backends.gpu_batch.GPUBatchOperator`)."""
 
     xp: Any
+    n: int
+    #: host memory being made ready for the scores (see :meth:`solving`)
+    _landing: gpu_arrays.HostLanding | None = None
 
     def to_host(self, a: Any) -> np.ndarray:
-        """Copy a device array to a NumPy array (waits for the work that writes it)."""
+        """Copy a device array to a NumPy array (waits for the work that writes it); an
+        n-vector of float64 lands in the host memory made ready during the solve, if any
+        (:meth:`solving`)."""
+        landing = self._landing
+        if landing is not None and landing.fits(a):
+            self._landing = None
+            return landing.receive(a)
         return self.xp.asnumpy(a)
+
+    def solving(self) -> contextlib.AbstractContextManager:
+        """While the solve runs, host memory for its n-vector of scores is allocated and
+        its pages faulted in by a worker thread (:class:`gpu_arrays.HostLanding`, for
+        vectors of ``LANDING_MIN_BYTES`` or more), so that :meth:`to_host` does not
+        fault them in behind the copy."""
+        return self._landing_during_solve()
+
+    @contextlib.contextmanager
+    def _landing_during_solve(self) -> Iterator[None]:
+        if self._landing is None and 8 * self.n >= gpu_arrays.LANDING_MIN_BYTES:
+            self._landing = gpu_arrays.HostLanding(self.n)
+        try:
+            yield
+        except BaseException:
+            self._landing, landing = None, self._landing
+            if landing is not None:
+                landing.discard()
+            raise
 
     def synchronize(self) -> None:
         """Wait for the work queued on the current stream."""

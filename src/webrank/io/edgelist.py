@@ -52,6 +52,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from webrank.arrays import distinct
 from webrank.build import Chunked, Pieces, as_chunks, id_bounds
 from webrank.errors import GraphFormatError, InputWarning
 from webrank.graph import Graph, first_bad_weight
@@ -585,7 +586,7 @@ def _parallel_read(
             nl = mm.find(b"\n", layout.data_start + body * k // ranges)
             cuts.append(size if nl < 0 else nl + 1)
         cuts.append(size)
-    cut = np.unique(np.asarray(cuts, np.int64))
+    cut = distinct(np.asarray(cuts, np.int64), is_sorted=True)
     # a line takes at least 4 bytes ("0\t0\n"): slots for every range's lines, most
     # of them never touched (virtual memory only)
     first_slot = (cut[:-1] - layout.data_start) // 4 + np.arange(cut.size - 1)

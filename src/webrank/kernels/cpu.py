@@ -1,4 +1,4 @@
-"""CPU kernels: the fused PageRank step, parallel (compiled C++) or serial with SciPy.
+"""CPU kernels: the fused PageRank step (compiled C++), parallel or on one thread.
 
 One pass over the in-link CSR per iteration computes, for every node i,
 
@@ -10,11 +10,14 @@ chosen norm and the dangling mass of x'. Two implementations compute this same s
 
 * :func:`fused_step`, compiled with the package (``native/power.cpp``, OpenMP), one
   pass, parallel over rows split into chunks of equal *edge* count (a row-count split
-  would leave one thread with every hub of a web graph);
-* :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations, serial.
-  Graphs with fewer than :data:`SMALL_GRAPH_EDGES` edges take it (the choice is
-  :func:`use_native`): it does not slow down when other processes hold the cores (a
-  parallel step then waits for its threads).
+  would leave one thread with every hub of a web graph). Graphs with fewer than
+  :data:`SMALL_GRAPH_EDGES` edges run it on one thread over one chunk (the choice is
+  :func:`use_native`): a serial step does not slow down when other processes hold the
+  cores (a parallel step then waits for its threads);
+* :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations: the
+  independent reference the tests hold the compiled step to (no solve runs it: SciPy's
+  import is 0.2-0.3 s of a first call on 2 cores, and the compiled step on one thread
+  is as fast).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import distinct
 from webrank.kernels.native import available_cpus, lib, num_threads
 
 __all__ = [
@@ -47,7 +51,7 @@ def kernel_criterion(criterion: str, tol: float, unit: float = 1.0) -> tuple[int
     scaled = tol / unit
     return CRITERION_CODE[criterion], scaled * scaled if criterion == "l2" else scaled
 
-# Graphs with fewer edges than this take the serial SciPy step (see the module docstring):
+# Graphs with fewer edges than this take the serial step (see the module docstring):
 # below it a parallel step's thread start-up outweighs its gain. ``WEBRANK_SMALL_GRAPH_EDGES``
 # sets it (read at import; 0: always the compiled step).
 SMALL_GRAPH_EDGES = int(os.environ.get("WEBRANK_SMALL_GRAPH_EDGES") or 150_000)
@@ -76,8 +80,7 @@ def chunk_bounds(indptr: np.ndarray, chunks: int) -> np.ndarray:
     targets = np.linspace(0, m, chunks + 1)
     bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
     bounds[0], bounds[-1] = 0, n
-    bounds = np.clip(bounds, 0, n)  # non-decreasing: drop repeats without np.unique,
-    return bounds[np.r_[True, bounds[1:] != bounds[:-1]]]  # whose first use imports numpy.ma
+    return distinct(np.clip(bounds, 0, n), is_sorted=True)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ def fused_step(
     x_out: np.ndarray,
     xs_out: np.ndarray,
     partial: np.ndarray,
+    threads: int | None = None,
 ) -> tuple[float, float, float]:
     """One fused power step; returns ``(residual, dangling mass, mass)`` of the new vector.
 
@@ -136,12 +140,14 @@ def fused_step(
     iteration would only damp by ``alpha`` a step, so each delta step subtracts
     ``alpha * mass(D) * v`` (``mass`` is the previous step's third return value).
 
-    Runs the parallel compiled kernel over the row chunks ``bounds`` (per-chunk sums in
-    ``partial``, ``bounds.size - 1`` rows of 3).
+    Runs the compiled kernel over the row chunks ``bounds`` (per-chunk sums in
+    ``partial``, ``bounds.size - 1`` rows of 3) on ``threads`` threads (default
+    :func:`num_threads`; 1 with one chunk: the serial step of small graphs).
     """
     t = terms
     return lib.fused_step(indptr, indices, vals, xs, x, t.v, t.d, t.inv_out, t.alpha, dm,
-                          mass, t.crit, delta, bounds, x_out, xs_out, partial, num_threads())
+                          mass, t.crit, delta, bounds, x_out, xs_out, partial,
+                          num_threads() if threads is None else int(threads))
 
 
 #: rows of a partition of the CPU's blocked layout: their float64 sums (128 KiB) stay in a
@@ -379,13 +385,16 @@ def scipy_step(
 
 
 def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
-                   vals: np.ndarray, xs: np.ndarray, out: np.ndarray) -> np.ndarray:
+                   vals: np.ndarray, xs: np.ndarray, out: np.ndarray,
+                   threads: int | None = None) -> np.ndarray:
     """``out[r] = sum of (vals[k] *) xs[indices[k]] for k in [begin[r], end[r])``.
 
-    Parts of CSR rows summed in parallel, without the GIL (the hybrid method runs this
-    while the GPU works). ``vals`` is empty for unweighted graphs. Returns ``out``.
+    Parts of CSR rows summed in parallel (``threads``, default :func:`num_threads`),
+    without the GIL (the hybrid method runs this while the GPU works), each in order:
+    SciPy's bits. ``vals`` is empty for unweighted graphs. Returns ``out``.
     """
-    lib.row_range_sums(begin, end, indices, vals, xs, out, num_threads())
+    lib.row_range_sums(begin, end, indices, vals, xs, out,
+                       num_threads() if threads is None else int(threads))
     return out
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from webrank.kernels.native import lib, num_threads
 
 __all__ = ["COLLAPSE", "SUM", "count_sources", "gather_rows", "id_bounds",
-           "mark_and_count", "scatter", "sort_buckets", "sum_rows"]
+           "mark_and_count", "scatter", "sort_buckets", "sum_rows", "touch_pages",
+           "transpose_csr"]
 
 # merging modes of sort_buckets
 COLLAPSE, SUM = 0, 1
@@ -122,6 +123,13 @@ def count_sources(idx: np.ndarray, hist: np.ndarray) -> np.ndarray:
     parallel."""
     lib.count_sources(idx, hist, num_threads())
     return sum_rows(hist, np.zeros(0, np.int64))
+
+
+def touch_pages(a: np.ndarray) -> np.ndarray:
+    """Write one zero byte in each 4 KiB page of the new array ``a`` (all threads, the
+    GIL released): its pages are faulted in before a copy fills it. Returns ``a``."""
+    lib.touch_pages(a, num_threads())
+    return a
 
 
 def transpose_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,12 +7,12 @@ commands are in docs/solvers.md and docs/benchmarks.md):
   Krylov iteration's host round trip, so power is the fastest in wall time at every
   alpha although GMRES needs several times fewer products; every other method is slower
   per step too.
-* **CPU, graphs on the Numba kernels** (from :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES`
-  links) — ``gauss-seidel``: one block per thread, the dangling rows lumped,
-  Anderson-mixed every two sweeps. It was the fastest method, or within 7% of it, at
-  alpha 0.85 and 0.99 on cnr-2000, web-NotreDame and soc-Epinions1, on 2, 4 and 16
-  cores.
-* **CPU, smaller graphs** (the serial SciPy step, no Numba import) — ``gmres`` from
+* **CPU, graphs on the parallel compiled kernels** (from
+  :data:`~webrank.kernels.cpu.SMALL_GRAPH_EDGES` links) — ``gauss-seidel``: one block
+  per thread, the dangling rows lumped, Anderson-mixed every two sweeps. It was the
+  fastest method, or within 7% of it, at alpha 0.85 and 0.99 on cnr-2000,
+  web-NotreDame and soc-Epinions1, on 2, 4 and 16 cores.
+* **CPU, smaller graphs** (the compiled step on one thread) — ``gmres`` from
   ``alpha >= KRYLOV_MIN_ALPHA``, else ``power``.
 
 ``info`` says what was picked and why; ``result.method`` is the method that ran.
@@ -32,7 +32,7 @@ def choose_method(op: Any) -> tuple[str, str]:
     if op.name != "cpu":
         return "power", "GPU: the fused power step in a CUDA graph is fastest"
     threads = op.threads
-    if op.kernel != "native":  # a small graph on the serial SciPy step
+    if op.kernel != "native":  # a small graph on the serial step
         if op.alpha >= KRYLOV_MIN_ALPHA:
             return "gmres", (f"small graph on the serial step, alpha >= {KRYLOV_MIN_ALPHA}: "
                              "GMRES needs 4.6-6.6x fewer products")
