@@ -29,34 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpu_graphs import device_graph, sync_all, timed
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 ALPHA, TOL = 0.85, 1e-10
 
 
-def _sync_all() -> None:
-    import cupy as cp
-
-    for d in range(cp.cuda.runtime.getDeviceCount()):
-        cp.cuda.Device(d).synchronize()
-
-
-def _timed(fn: Any, repeats: int = 3) -> tuple[Any, float]:
-    out, times = None, []
-    for _ in range(repeats):
-        _sync_all()
-        t0 = time.perf_counter()
-        out = fn()
-        _sync_all()
-        times.append(time.perf_counter() - t0)
-    return out, statistics.median(times)
-
-
 def _marginal(run: Any, k1: int, k2: int, repeats: int = 3) -> float:
     """ms per step from runs of k1 and k2 steps (after a warm-up run)."""
     run(k1)
-    _, t1 = _timed(lambda: run(k1), repeats)
-    _, t2 = _timed(lambda: run(k2), repeats)
+    _, t1 = timed(lambda: run(k1), repeats)
+    _, t2 = timed(lambda: run(k2), repeats)
     return 1e3 * (t2 - t1) / (k2 - k1)
 
 
@@ -73,10 +56,10 @@ def measure_env() -> dict[str, Any]:
     host = cupyx.empty_pinned(nbytes // 4, dtype=np.float32)
     host[...] = 1.0
     dev = cp.empty(nbytes // 4, dtype=np.float32)
-    _, t_h2d = _timed(lambda: dev.set(host), 5)
-    _, t_d2h = _timed(lambda: dev.get(out=host), 5)
+    _, t_h2d = timed(lambda: dev.set(host), 5)
+    _, t_d2h = timed(lambda: dev.get(out=host), 5)
     other = cp.empty_like(dev)
-    _, t_d2d = _timed(lambda: cp.copyto(other, dev), 5)
+    _, t_d2d = timed(lambda: cp.copyto(other, dev), 5)
     out = {"gpus": gpus, "topology": topo, "nccl": nccl.get_version(),
            "h2d_GBps": nbytes / t_h2d / 1e9, "d2h_GBps": nbytes / t_d2h / 1e9,
            "d2d_copy_TBps": 2 * nbytes / t_d2d / 1e12}
@@ -88,29 +71,15 @@ def measure_env() -> dict[str, Any]:
             with cp.cuda.Device(d):
                 bufs.append(cp.ones(n, dtype=np.float32))
         bounds = (np.arange(gpus + 1, dtype=np.int64) * n) // gpus
-        _, t = _timed(lambda: comm.allgatherv(bufs, bounds), 5)
+        _, t = timed(lambda: comm.allgatherv(bufs, bounds), 5)
         out["allgather_1GiB_ms"] = 1e3 * t
         out["allgather_busbw_GBps"] = 4 * n * (gpus - 1) / gpus / t / 1e9
         peer = []
         with cp.cuda.Device(1):
             peer = cp.empty(n, dtype=np.float32)
-        _, t = _timed(lambda: peer.data.copy_from_device(bufs[0].data, 4 * n), 5)
+        _, t = timed(lambda: peer.data.copy_from_device(bufs[0].data, 4 * n), 5)
         out["peer_copy_GBps"] = 4 * n / t / 1e9
     return out
-
-
-def _rmat_graph(scale: int, device: int = 0) -> Any:
-    import cupy as cp
-
-    from webrank.backends.gpu_build import graph_on_device
-    from webrank.generate import rmat
-
-    with cp.cuda.Device(device):
-        src, dst, n = rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32)
-        g = graph_on_device(src, dst, n, name=f"rmat-{scale}")
-        del src, dst
-        cp.get_default_memory_pool().free_all_blocks()
-    return g
 
 
 def measure_strong(scale: int) -> dict[str, Any]:
@@ -121,7 +90,7 @@ def measure_strong(scale: int) -> dict[str, Any]:
 
     gpus = cp.cuda.runtime.getDeviceCount()
     t0 = time.perf_counter()
-    g = _rmat_graph(scale)
+    g = device_graph("rmat", scale, device=0)
     build_s = time.perf_counter() - t0
     out: dict[str, Any] = {"scale": scale, "n": g.n, "edges": g.num_edges, "build_s": build_s}
 
@@ -132,7 +101,7 @@ def measure_strong(scale: int) -> dict[str, Any]:
     for engine in ("pull", "blocked"):
         steps(2, engine=engine)  # layouts and kernels ready
         out[f"1gpu_{engine}_ms"] = _marginal(lambda k, e=engine: steps(k, engine=e), 10, 40)
-        r, t = _timed(lambda e=engine: webrank.pagerank(
+        r, t = timed(lambda e=engine: webrank.pagerank(
             g, alpha=ALPHA, tol=TOL, device="gpu", dtype="float32", engine=e), 2)
         out[f"1gpu_{engine}_to_tol_ms"] = 1e3 * t
         out["iterations"] = r.iterations
@@ -159,7 +128,7 @@ def measure_strong(scale: int) -> dict[str, Any]:
 
         run(4)
         out[f"{gpus}gpu_{engine}_ms"] = _marginal(run, 10, 40)
-        r, t = _timed(lambda run=run: run(1000, TOL), 2)
+        r, t = timed(lambda run=run: run(1000, TOL), 2)
         out[f"{gpus}gpu_{engine}_to_tol_ms"] = 1e3 * t
         out[f"{gpus}gpu_iterations"] = r.iterations
         if engine == "blocked":
@@ -168,7 +137,7 @@ def measure_strong(scale: int) -> dict[str, Any]:
             for h in op._homes:
                 with cp.cuda.Device(h.device):
                     bufs.append(cp.zeros(host.n, dtype=np.float32))
-            _, t = _timed(lambda op=op, bufs=bufs: op.comm.allgatherv(bufs, op.bounds), 5)
+            _, t = timed(lambda op=op, bufs=bufs: op.comm.allgatherv(bufs, op.bounds), 5)
             out[f"{gpus}gpu_allgather_ms"] = 1e3 * t
             del bufs
         del op, run
@@ -186,7 +155,7 @@ def _host_rmat(scale: int) -> Any:
     """R-MAT ``scale`` built on GPU 0, as a host graph (what a user passes)."""
     import cupy as cp
 
-    g = _rmat_graph(scale).to_host()
+    g = device_graph("rmat", scale, device=0).to_host()
     cp.get_default_memory_pool().free_all_blocks()
     return g
 
@@ -224,11 +193,11 @@ def measure_scaling(scales: list[int], real: str | None = None) -> dict[str, Any
                                       "engine": engine, "alpha": ALPHA}
                 if gpus > 1:
                     kw.update(gpus=gpus, force_gpus=True)
-                _sync_all()
+                sync_all()
                 t0 = time.perf_counter()
                 r = webrank.pagerank(g, tol=TOL, **kw)
                 first = time.perf_counter() - t0
-                r, whole = _timed(lambda g=g, kw=kw: webrank.pagerank(g, tol=TOL, **kw), 3)
+                r, whole = timed(lambda g=g, kw=kw: webrank.pagerank(g, tol=TOL, **kw), 3)
 
                 def steps(k: int, g: Any = g, kw: dict[str, Any] = kw) -> Any:
                     return webrank.pagerank(g, tol=1e-300, max_iter=k,
@@ -251,10 +220,10 @@ def measure_scaling(scales: list[int], real: str | None = None) -> dict[str, Any
                               and k[:2] == ("placement", gpus))
                 pl = g._cache[op_key]
                 bufs = _full_bufs(pl, pl.exchange.width)
-                _, t = _timed(lambda pl=pl, bufs=bufs: pl.exchange.move(pl.comm, bufs), 5)
+                _, t = timed(lambda pl=pl, bufs=bufs: pl.exchange.move(pl.comm, bufs), 5)
                 row[f"{gpus}gpu_exchange_ms"] = 1e3 * t
                 full = _full_bufs(pl, g.n)  # the node-ordered all-gather this replaced
-                _, t = _timed(lambda pl=pl, full=full: pl.comm.allgatherv(full, pl.bounds), 3)
+                _, t = timed(lambda pl=pl, full=full: pl.comm.allgatherv(full, pl.bounds), 3)
                 row[f"{gpus}gpu_unpacked_allgatherv_ms"] = 1e3 * t
                 del bufs, full
             _forget_all(g)
@@ -278,7 +247,7 @@ def measure_scaling(scales: list[int], real: str | None = None) -> dict[str, Any
             if gpus > 1:
                 kw["gpus"] = gpus
             webrank.pagerank(g, **kw)
-            r, t = _timed(lambda kw=kw: webrank.pagerank(g, **kw), 5)
+            r, t = timed(lambda kw=kw: webrank.pagerank(g, **kw), 5)
             res[f"gpus{gpus}"] = {"whole_ms": 1e3 * t, "ran_on": r.info.get("gpus", gpus),
                                   "reason": r.info.get("gpus_reason")}
         res["ratio_max_vs_1"] = res[f"gpus{counts[-1]}"]["whole_ms"] / res["gpus1"]["whole_ms"]
@@ -323,7 +292,7 @@ def measure_large(scale: int) -> dict[str, Any]:
 
     run(3)
     ms = _marginal(run, 6, 26, repeats=2)
-    r, t = _timed(lambda: run(1000, TOL), 1)
+    r, t = timed(lambda: run(1000, TOL), 1)
     mem = []
     for d in devices:
         with cp.cuda.Device(d):

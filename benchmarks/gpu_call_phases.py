@@ -30,25 +30,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpu_graphs import device_graph
 
 DEFAULT_GRAPHS = ("cnr-2000", "web-NotreDame", "rmat-22", "rmat-24", "rmat-26")
 
 
 def _graph(label: str, data: Path):
-    import cupy as cp
-
+    """A real graph read from ``data``, or ``rmat-S`` / ``web-crawl-S`` built on the GPU."""
     import webrank
-    from webrank.backends.gpu_build import graph_on_device
-    from webrank.generate import rmat, web_crawl
 
-    if not label.startswith(("rmat-", "web-crawl-")):
-        return webrank.load(data / f"{label}.txt.gz")
-    scale = int(label.rsplit("-", 1)[1])
     if label.startswith("rmat-"):
-        src, dst, n = rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32)
-    else:
-        src, dst, n = web_crawl(scale, 16, seed=scale, xp=cp)
-    return graph_on_device(src.astype(np.int32), dst.astype(np.int32), n, name=label)
+        return device_graph("rmat", int(label.rsplit("-", 1)[1]))
+    if label.startswith("web-crawl-"):
+        return device_graph("web", int(label.rsplit("-", 1)[1]))
+    return webrank.load(data / f"{label}.txt.gz")
 
 
 class PhaseTimer:

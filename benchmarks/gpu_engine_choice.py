@@ -18,52 +18,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from typing import Any
 
-import numpy as np
+from gpu_graphs import device_graph, timed
 
 ALPHA, TOL = 0.85, 1e-10
 ENGINES = ("pull", "blocked", "auto")
 
 
-def _sync() -> None:
-    import cupy as cp
-
-    cp.cuda.Device().synchronize()
-
-
-def _median_s(fn: Any, repeats: int = 3) -> tuple[Any, float]:
-    out, times = None, []
-    for _ in range(repeats):
-        _sync()
-        t0 = time.perf_counter()
-        out = fn()
-        _sync()
-        times.append(time.perf_counter() - t0)
-    return out, statistics.median(times)
-
-
 def _graph(family: str, spec: Any) -> Any:
-    import cupy as cp
-
     import webrank
-    from webrank.backends.gpu_build import graph_on_device
-    from webrank.generate import rmat, web_crawl
 
     if family == "real":
         return webrank.load(spec).to_device()
-    scale = int(spec)
-    if family == "rmat":
-        src, dst, n = rmat(scale, 16, seed=scale, xp=cp, dtype=np.int32)
-    else:
-        src, dst, n = web_crawl(scale, 16, seed=scale, xp=cp)
-        src, dst = src.astype(np.int32), dst.astype(np.int32)
-    g = graph_on_device(src, dst, n, name=f"{family}-{scale}")
-    del src, dst
-    cp.get_default_memory_pool().free_all_blocks()
-    return g
+    return device_graph(family, int(spec))
 
 
 def measure(family: str, spec: Any) -> dict[str, Any]:
@@ -85,9 +54,9 @@ def measure(family: str, spec: Any) -> dict[str, Any]:
                                     **kw)
 
         steps(2)  # layouts built, kernels loaded
-        _, t10 = _median_s(lambda: steps(10))
-        _, t40 = _median_s(lambda: steps(40))
-        r, whole = _median_s(lambda g=g, kw=kw: webrank.pagerank(g, tol=TOL, **kw))
+        _, t10 = timed(lambda: steps(10))
+        _, t40 = timed(lambda: steps(40))
+        r, whole = timed(lambda g=g, kw=kw: webrank.pagerank(g, tol=TOL, **kw))
         row[engine] = {"step_ms": 1e3 * (t40 - t10) / 30, "whole_ms": 1e3 * whole,
                        "solve_ms": 1e3 * r.elapsed, "iterations": r.iterations,
                        "engine": r.info.get("engine"), "reason": r.info.get("engine_reason")}

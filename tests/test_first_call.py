@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reference import scipy_step
 from test_pagerank import random_graph
 
 import webrank
@@ -131,7 +132,7 @@ def test_fused_step_and_scipy_step_return_the_same(threads, weighted, delta):
                                      mass=0.0, delta=delta, bounds=bounds, x_out=x_out,
                                      xs_out=xs_out, partial=partial, threads=threads)
         else:
-            ret = kernels.scipy_step(kernels.in_link_matrix(g.indptr, g.indices, op._vals),
+            ret = scipy_step(kernels.in_link_matrix(g.indptr, g.indices, op._vals),
                                      np.flatnonzero(op._inv_out == 0), terms, xs=xs, x=x,
                                      dm=0.1, mass=0.0, delta=delta, x_out=x_out,
                                      xs_out=xs_out)

@@ -195,9 +195,14 @@ def test_scores_land_in_prepared_host_memory(rng, monkeypatch, engine):
 
     g = random_graph(rng, 30000, 200000, False)
     plain = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
+    landings = []
+    receive = gpu_arrays.HostLanding.receive
+    monkeypatch.setattr(gpu_arrays.HostLanding, "receive",
+                        lambda self, x: landings.append(x.size) or receive(self, x))
     monkeypatch.setattr(gpu_arrays, "LANDING_MIN_BYTES", 0)
     landed = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
     again = webrank.pagerank(g, device="gpu", engine=engine, tol=1e-10)
+    assert landings == [g.n, g.n]  # both calls' scores came down into a landing
     np.testing.assert_allclose(landed.scores, plain.scores, rtol=1e-12, atol=0)
     np.testing.assert_allclose(again.scores, plain.scores, rtol=1e-12, atol=0)
     landed.scores[:] = 0.0  # writable, and not shared with the next call's array

@@ -37,7 +37,7 @@ __all__ = ["PartitionedOperator"]
 
 
 class _HostPart:
-    """A part on the CPU: its CSR for the Numba step and SciPy products."""
+    """A part on the CPU: its CSR for the compiled step and generic products."""
 
     def __init__(self, part: Part, dtype: np.dtype) -> None:
         from webrank.kernels import cpu

@@ -6,7 +6,7 @@ One pass over the in-link CSR per iteration computes, for every node i,
     xs'[i] = x'[i] * inv_out[i]          (the vector the next pass gathers)
 
 and the reductions the next pass and the stopping test need: the residual under the
-chosen norm and the dangling mass of x'. Two implementations compute this same step:
+chosen norm and the dangling mass of x'.
 
 * :func:`fused_step`, compiled with the package (``native/power.cpp``, OpenMP), one
   pass, parallel over rows split into chunks of equal *edge* count (a row-count split
@@ -14,10 +14,11 @@ chosen norm and the dangling mass of x'. Two implementations compute this same s
   :data:`SMALL_GRAPH_EDGES` edges run it on one thread over one chunk (the choice is
   :func:`use_native`): a serial step does not slow down when other processes hold the
   cores (a parallel step then waits for its threads);
-* :func:`scipy_step`, one SciPy CSR product and a few NumPy vector operations: the
-  independent reference the tests hold the compiled step to (no solve runs it: SciPy's
-  import is 0.2-0.3 s of a first call on 2 cores, and the compiled step on one thread
-  is as fast).
+* :func:`in_link_matrix`, the CSR as SciPy's matrix (or, for small graphs, NumPy's
+  :class:`EdgeSums`): the generic product of a distributed run's CPU parts. No solve on
+  one machine uses SciPy (its import is 0.2-0.3 s of a first call on 2 cores, and the
+  compiled step on one thread is as fast); the tests hold the compiled step to a SciPy
+  one (``tests/reference.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = [
     "CRITERION_CODE", "Q63_ULP", "SMALL_GRAPH_EDGES", "CPUBlockedLayout", "EdgeSums",
     "StepTerms", "available_cpus", "blocked_layout", "blocked_step", "chunk_bounds",
     "default_chunks", "fused_step", "in_link_matrix", "kernel_criterion", "num_threads",
-    "row_range_sums", "scipy_step", "use_native",
+    "row_range_sums", "use_native",
 ]
 
 #: one Q1.63 unit: the resolution of the fixed-point kernels (webrank.kernels.cpu_fixed)
@@ -58,7 +59,7 @@ SMALL_GRAPH_EDGES = int(os.environ.get("WEBRANK_SMALL_GRAPH_EDGES") or 150_000)
 
 
 def use_native(num_edges: int) -> bool:
-    """Whether a graph takes the parallel compiled step rather than :func:`scipy_step`.
+    """Whether a graph takes the parallel compiled step rather than the serial one.
 
     Parameters
     ----------
@@ -299,7 +300,7 @@ class EdgeSums:
 
 def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
                    num_sources: int | None = None) -> Any:
-    """The in-link CSR of a graph as the matrix :func:`scipy_step` multiplies by.
+    """The in-link CSR of a graph as a matrix for generic products (``A @ x``).
 
     Parameters
     ----------
@@ -327,61 +328,6 @@ def in_link_matrix(indptr: np.ndarray, indices: np.ndarray, vals: np.ndarray,
 
     data = vals.astype(np.float64) if vals.size else np.ones(indices.size)
     return sp.csr_array((data, indices, indptr), shape=shape)
-
-
-def scipy_step(
-    matrix: Any,
-    dangling: np.ndarray,
-    terms: StepTerms,
-    *,
-    xs: np.ndarray,
-    x: np.ndarray,
-    dm: float,
-    mass: float,
-    delta: bool,
-    x_out: np.ndarray,
-    xs_out: np.ndarray,
-) -> tuple[float, float, float]:
-    """:func:`fused_step` on one thread: a SciPy product and NumPy vector operations.
-
-    The same step, plain or delta, as :func:`fused_step`. Its row sums are float64 (in
-    edge order; the compiled kernel adds even and odd links apart) and each product
-    ``val * xs[j]`` is float64 in both, so a run agrees with the compiled step to the
-    round-off of the sums (~1e-16 relative).
-
-    Parameters
-    ----------
-    matrix : scipy.sparse.csr_array
-        The graph's :func:`in_link_matrix`.
-    dangling : ndarray of int
-        Indices of the nodes whose ``inv_out`` is 0.
-    terms, xs, x, dm, mass, delta, x_out, xs_out
-        As for :func:`fused_step` (``x_out`` and ``xs_out`` are written).
-
-    Returns
-    -------
-    tuple of float
-        ``(residual, dangling mass, mass)`` of the new vector, as :func:`fused_step`.
-    """
-    inv_out, alpha, crit = terms.inv_out, terms.alpha, terms.crit
-    # uniform v and d (length 1) as Python floats: scalar adds, no temporary n-vectors
-    v = float(terms.v[0]) if terms.v.size == 1 else terms.v
-    d = float(terms.d[0]) if terms.d.size == 1 else terms.d
-    t = matrix @ xs  # float64: SciPy upcasts a float32 xs exactly
-    t *= alpha
-    t += alpha * dm * d
-    if delta:
-        t -= alpha * mass * v
-        np.add(x, t, out=x_out)
-        diff = np.abs(t)
-    else:
-        t += (1.0 - alpha) * v
-        diff = t - x
-        np.abs(diff, out=diff)
-        x_out[:] = t
-    np.multiply(t, inv_out, out=xs_out, casting="unsafe")
-    res = diff.sum() if crit == 0 else diff @ diff if crit == 1 else diff.max()
-    return float(res), float(t[dangling].sum()), float(t.sum())
 
 
 def row_range_sums(begin: np.ndarray, end: np.ndarray, indices: np.ndarray,
