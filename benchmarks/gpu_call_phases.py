@@ -8,7 +8,8 @@ argument checks, the operator, the start vector, the solve, the normalisation, t
 of the scores to the host and the result. Then the floors of the copy back (one n-vector
 of float64): into a new NumPy array (pageable, its pages touched for the first time),
 into a reused pageable array, into a reused pinned buffer, the pinned copy followed
-by a host copy into a new array, and the parts of a landing (a new array page-locked,
+by a host copy into a new array, the staged copy (``gpu_arrays.download``) into a
+reused and into a new array, and the parts of a landing (a new array page-locked,
 the copy into it, the unlock). A cProfile of one call lists the Python functions that
 take the most time of their own.
 
@@ -140,7 +141,8 @@ def call_phases(g: Any, dtype: str, repeats: int) -> dict[str, Any]:
 
 
 def copy_floors(n: int, repeats: int = 15) -> dict[str, float]:
-    """Milliseconds to bring one n-vector of float64 to the host, four ways."""
+    """Milliseconds to bring one n-vector of float64 to the host, four ways (six where
+    the tree has the staged copy)."""
     import cupy as cp
 
     x = cp.ones(n, dtype=np.float64)
@@ -163,10 +165,17 @@ def copy_floors(n: int, repeats: int = 15) -> dict[str, float]:
         x.get(out=pinned)
         return pinned.copy()
 
+    ways = [("new_pageable", new_pageable), ("reused_pageable", reused_pageable),
+            ("reused_pinned", reused_pinned), ("pinned_then_host_copy", pinned_then_copy)]
+    try:  # the staged copy of a landing (two page-locked slices, all host threads)
+        from webrank.backends.gpu_arrays import download
+
+        ways.append(("staged_reused", lambda: download(x, reused)))
+        ways.append(("staged_new", lambda: download(x, np.empty(n))))
+    except ImportError:  # a tree before the staged copy
+        pass
     out = {}
-    for name, fn in (("new_pageable", new_pageable), ("reused_pageable", reused_pageable),
-                     ("reused_pinned", reused_pinned), ("pinned_then_host_copy",
-                                                        pinned_then_copy)):
+    for name, fn in ways:
         fn()
         ts = []
         for _ in range(repeats):

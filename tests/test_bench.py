@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,27 @@ def test_e2e_quick(tmp_path):
         assert f"whole process rmat14 {fmt}" in names
         assert f"load rmat14 {fmt}" in names and f"solve rmat14 {fmt}" in names
     assert "parse_floor rmat14 txt" in names and "write_csv rmat14 npz" in names
+    assert "write_floor rmat14 npz" in names
+    whole = [m for m in doc["measurements"] if m["name"].startswith("whole process")]
+    for m in whole:  # each process's own peak: more than the interpreter, below the VM's
+        assert 20e6 < m["metrics"]["peak_rss_bytes"] < 20e9
+        assert m["metrics"]["bytes_per_link_beyond_file"] is not None
+
+
+def test_run_process_measures_its_own_child():
+    """The whole-process probe: exit status, output, and the child's own peak (a child
+    holding 200 MB after one holding 400 MB reports about 200, not the largest so far)."""
+    import sys
+
+    from webrank.bench.suites.e2e import run_process
+
+    hold = "import numpy as np; a = np.ones({} // 8); print(a.size); raise SystemExit(3)"
+    big = run_process([sys.executable, "-c", hold.format(400_000_000)], dict(os.environ))
+    small = run_process([sys.executable, "-c", hold.format(200_000_000)], dict(os.environ))
+    assert big.returncode == small.returncode == 3
+    assert big.stdout.strip() == "50000000" and small.stdout.strip() == "25000000"
+    assert 400e6 < big.peak_rss < 600e6 and 200e6 < small.peak_rss < 350e6
+    assert big.seconds > 0 and small.stderr == ""
 
 
 def test_source_digest_names_the_code_that_ran(tmp_path, monkeypatch):

@@ -401,3 +401,27 @@ def test_touch_pages_zeroes_one_byte_a_page_and_keeps_the_array():
     assert out is a
     np.testing.assert_array_equal(a.view(np.uint8), expected)
     touch_pages(np.empty(0))  # an empty array: nothing to touch
+
+
+@pytest.mark.parametrize("nbytes", [0, 1, 4096, (1 << 18) + 17, 3 << 20])
+def test_copy_bytes_copies_every_byte_and_refuses_mismatches(nbytes):
+    """The threaded memcpy that moves GPU scores out of the staging buffers: every byte,
+    across its 256 KiB blocks and a short last one; views of other dtypes; strided or
+    unequal arrays refused."""
+    from webrank.kernels.cpu_build import copy_bytes
+
+    src = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    for streaming in (True, False):
+        for shift in (0, 3):  # a destination off the 16-byte grid: a head copied first
+            dst = np.zeros(nbytes + shift, dtype=np.uint8)[shift:]
+            assert copy_bytes(dst, src, streaming=streaming) is dst
+            np.testing.assert_array_equal(dst, src)
+    if nbytes % 8 == 0 and nbytes:
+        out = np.empty(nbytes // 8)
+        copy_bytes(out, src)
+        np.testing.assert_array_equal(out.view(np.uint8), src)
+    big = np.zeros(64, dtype=np.uint8)
+    with pytest.raises(TypeError, match="as many bytes"):
+        copy_bytes(big[:8], big[:16])
+    with pytest.raises(TypeError, match="contiguous"):
+        copy_bytes(big[::2], big[:32])

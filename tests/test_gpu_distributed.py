@@ -139,6 +139,30 @@ def test_placement_is_kept_and_reused(rng):
 
 
 @two_gpus
+def test_update_runs_on_the_gpus_the_previous_run_asked_for(rng):
+    """update() after a run on several GPUs places the new graph across them (forced
+    here: the graph is small), agrees with a fresh run of the new graph, and keeps the
+    new placement on result.graph for the next call; gpus=1 and a graph small enough
+    to be faster on one GPU run on one."""
+    g = random_graph(rng, 30000, 300000)
+    kw = {"device": "gpu", "tol": 1e-11}
+    first = webrank.pagerank(g, gpus=2, force_gpus=True, **kw)
+    added = [(0, 5), (7, 11), (g.n - 1, 3)]
+    r = webrank.update(first, added_edges=added, force_gpus=True)
+    assert r.info["parts"] == 2 and r.info["gpus"] == 2 and r.device == "gpu"
+    assert r.info["placement_reused"] is False and r.info["verify_steps"] > 0
+    fresh = webrank.pagerank(r.graph, device="gpu", engine="pull", tol=1e-11)
+    assert np.abs(r.scores - fresh.scores).sum() < 1e-9
+    again = webrank.pagerank(r.graph, gpus=2, force_gpus=True, **kw)
+    assert again.info["placement_reused"] is True
+    small = webrank.update(first, added_edges=added)  # not forced: one GPU is faster
+    assert small.info["gpus"] == 1 and small.info["gpus_reason"].startswith("one GPU")
+    np.testing.assert_allclose(small.scores, r.scores, rtol=0, atol=1e-9)
+    one = webrank.update(first, added_edges=added, gpus=1)
+    assert "gpus" not in one.info and "parts" not in one.info
+
+
+@two_gpus
 def test_more_gpus_never_slower_on_a_small_graph(rng):
     """gpus=N on a graph one GPU holds and ranks faster runs on one, and says so."""
     g = random_graph(rng, 20000, 200000)

@@ -227,3 +227,48 @@ def test_host_landing_receive_and_discard():
     given_up = HostLanding(x.size)
     given_up.discard()
     assert not given_up.fits(x)
+
+
+@pytest.mark.parametrize("n", [1, 1000, (1 << 14) + 3, 5 << 14])
+def test_staged_copy_down_slices_and_tail(monkeypatch, n):
+    """A vector longer than the staging slices comes down slice by slice through the two
+    page-locked buffers, bit for bit (a short last slice included); while another
+    thread holds a device's buffers, a landing copies the plain way."""
+    import cupy as cp
+
+    from webrank.backends import gpu_arrays
+
+    monkeypatch.setattr(gpu_arrays, "STAGING_SLICE_BYTES", 1 << 15)  # 4096 float64 a slice
+    monkeypatch.setattr(gpu_arrays._Staging, "_by_device", {})  # buffers of this slice size
+    x = cp.random.default_rng(n).standard_normal(n)
+    landing = gpu_arrays.HostLanding(n)
+    np.testing.assert_array_equal(landing.receive(x), x.get())
+    held = gpu_arrays._Staging.take(x.device.id)
+    assert held is not None and gpu_arrays._Staging.take(x.device.id) is None
+    try:
+        np.testing.assert_array_equal(gpu_arrays.HostLanding(n).receive(x), x.get())
+    finally:
+        held.give_back()
+
+
+@pytest.mark.parametrize("nbytes", [(1 << 16), (1 << 16) + 12, 7 << 15])
+@pytest.mark.parametrize("threads", [None, 1, 3])
+def test_staged_upload_slices_and_tail(monkeypatch, nbytes, threads):
+    """An array of two staging slices or more goes up slice by slice through the two
+    buffers (any dtype, a short last slice, any host thread count), bit for bit; with
+    the buffers held elsewhere it goes up the plain way."""
+    import cupy as cp
+
+    from webrank.backends import gpu_arrays
+
+    monkeypatch.setattr(gpu_arrays, "STAGING_SLICE_BYTES", 1 << 15)
+    monkeypatch.setattr(gpu_arrays._Staging, "_by_device", {})
+    rng = np.random.default_rng(nbytes)
+    for host in (rng.integers(0, 2**31 - 1, nbytes // 4, dtype=np.int32),
+                 rng.standard_normal(nbytes // 8)):
+        np.testing.assert_array_equal(gpu_arrays.upload(host, threads).get(), host)
+    held = gpu_arrays._Staging.take(cp.cuda.Device().id)
+    try:
+        np.testing.assert_array_equal(gpu_arrays.upload(host).get(), host)
+    finally:
+        held.give_back()

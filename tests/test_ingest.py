@@ -224,3 +224,27 @@ def test_parallel_parse_takes_int32_columns_and_int64_past_them(tmp_path, parall
     np.testing.assert_array_equal(got_dst, np.tile(ids, len(ids)))
     g = load(big)
     assert g.n == 5 and g.num_edges == 25
+
+
+def test_parallel_parse_slots_are_made_only_where_written():
+    """The parse's slot columns (a line per 4 bytes of each range, most never written)
+    come from an anonymous map of small pages: zeros, writable, and resident only
+    where written (NumPy's own large arrays ask for 2 MiB pages, which made every
+    range's slots resident on 16 threads)."""
+    import os
+
+    from webrank.io.edgelist import _sparse_array
+
+    def resident_bytes() -> int:  # now, not the peak
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    if not os.path.exists("/proc/self/statm"):
+        pytest.skip("needs /proc (Linux)")
+    a = _sparse_array(1 << 28, np.int32)  # 1 GiB of address space
+    assert a.dtype == np.int32 and a.size == 1 << 28 and a.flags.writeable
+    before = resident_bytes()
+    a[:: 1 << 20] = 7  # one entry every 4 MiB: 256 pages written
+    assert int(a[:: 1 << 20].sum()) == 7 * 256 and a[1] == 0
+    assert resident_bytes() - before < 64 << 20  # 256 small pages, not 256 huge ones
+    assert _sparse_array(0, np.int64).size == 0

@@ -127,7 +127,7 @@ from webrank.backends import (
 from webrank.build import out_link_csr
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, as_id_array, index_dtype
-from webrank.ranking import as_distribution, check_scalar_args
+from webrank.ranking import as_distribution, check_gpus, check_scalar_args, merged_info
 from webrank.result import PageRankResult
 from webrank.solvers import in_epochs
 
@@ -432,6 +432,8 @@ def update(
     frontier: bool | str = "auto",
     frontier_tol: float | None = None,
     max_frontier_fraction: float = 0.5,
+    gpus: int | None = None,
+    force_gpus: bool = False,
     raise_on_nonconvergence: bool = True,
 ) -> PageRankResult:
     """PageRank of the graph after a batch of edge changes, from the previous result.
@@ -472,6 +474,14 @@ def update(
         out-neighbours; default ``10 tol / n`` for L1 (module docstring, step 2).
     max_frontier_fraction : float, default 0.5
         The frontier phase stops when more than this fraction of the rows is active.
+    gpus : int, optional
+        GPUs of this host the verification steps run on, the new graph split across
+        them as by ``webrank.pagerank(graph, gpus=N)`` (and, as there, kept on smaller
+        graphs to as many GPUs as pay: ``info["gpus_reason"]``). Default: the GPUs the
+        previous run asked for (one, unless it asked for more and ``device`` is not
+        "cpu"). The new graph's placement is kept on ``result.graph`` for later calls.
+    force_gpus : bool, default False
+        Split across all ``gpus`` even where fewer would be faster.
     raise_on_nonconvergence : bool, default True
         If False, return an unconverged result instead of raising ConvergenceError.
 
@@ -515,13 +525,23 @@ def update(
     dtype = previous_result.dtype
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     _check_update_options(tol, frontier, frontier_tol, max_frontier_fraction)
+    if gpus is None:  # as the previous run asked, where this call may use GPUs
+        gpus = int(previous_result.info.get("gpus_asked", 1)) if device != "cpu" else 1
+    gpus = check_gpus(gpus, device, "power", {})
 
     t0 = time.perf_counter()
     edit = _resolve_edit(old, added_edges, removed_edges)
     new = edit.new_graph
     v = as_distribution(personalization, new, "personalization")
     d = as_distribution(dangling, new, "dangling")
-    backend = resolve_device(device)
+    backend = "gpu" if gpus > 1 else resolve_device(device)
+    gpus_info: dict[str, Any] = {}
+    if gpus > 1:  # where fewer GPUs are faster for the new graph, it runs on fewer
+        from webrank.distributed.run import gpus_for
+
+        gpus_info["gpus_asked"] = gpus
+        gpus, gpus_info["gpus_reason"] = gpus_for(new, gpus, dtype, force=force_gpus)
+        gpus_info["gpus"] = gpus
     t_edit = time.perf_counter() - t0
     frontier, choice = _frontier_choice(frontier, backend)
 
@@ -536,8 +556,13 @@ def update(
                             max_frontier_fraction, enabled=frontier)
     t2 = time.perf_counter()
 
-    op = make_operator(new, device=backend, alpha=alpha, personalization=v, dangling=d,
-                       dtype=dtype)
+    if gpus > 1:  # the new graph placed across the GPUs (and kept on it)
+        from webrank.distributed.run import multi_gpu_operator
+
+        op = multi_gpu_operator(new, gpus, alpha, v, d, dtype)
+    else:
+        op = make_operator(new, device=backend, alpha=alpha, personalization=v, dangling=d,
+                           dtype=dtype)
     x0 = op.asarray(y / y.sum())
     op.synchronize()
     t3 = time.perf_counter()
@@ -568,6 +593,8 @@ def update(
         "frontier_device": "cpu",
         "frontier_choice": choice,
     }
+    if gpus_info:  # the placement's entries (phases, reuse) and how many GPUs ran
+        info = merged_info(info, op.info, gpus_info)
     result = PageRankResult(
         scores=scores, iterations=k, converged=steps.converged,
         residuals=np.asarray(steps.residuals, dtype=np.float64), elapsed=t4 - t0,

@@ -209,7 +209,7 @@ def pagerank(
     d = as_distribution(dangling, graph, "dangling")
     x0 = as_distribution(nstart, graph, "nstart")
 
-    gpus = _check_gpus(options.pop("gpus", None), device, method, options)
+    gpus = check_gpus(options.pop("gpus", None), device, method, options)
     force_gpus = bool(options.pop("force_gpus", False))
     gpus_note = None
     if gpus > 1:  # where one GPU holds the graph and is faster, it runs there
@@ -305,7 +305,7 @@ def _same(a: Any, b: Any) -> bool:
 _BACKEND_OPTIONS = ("engine", *ENGINE_OPTION_NAMES)
 
 
-def _check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
+def check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
     """The ``gpus`` option (default 1), checked before any work: several GPUs need
     ``device`` "gpu" or "auto", a method that runs partitioned, and no engine options
     but ``engine`` (the step of each part: "auto", "pull" or "blocked")."""

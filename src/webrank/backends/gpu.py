@@ -124,9 +124,10 @@ def upload_csr(graph: Graph) -> dict[str, Any]:
     per-node ones made there from the out-weights by one kernel
     (:func:`gpu_arrays.node_scale`: ``gather_scale`` and ``out_weight == 0`` in the same
     bits)."""
-    out_weight = to_device(graph.out_weight)
+    upload = gpu_arrays.upload  # through the page-locked staging buffers
+    out_weight = upload(graph.out_weight)
     inv_out, dangling = gpu_arrays.node_scale(out_weight, graph.is_weighted)
-    return {"indptr": to_device(graph.indptr), "indices": to_device(graph.indices),
+    return {"indptr": upload(graph.indptr), "indices": upload(graph.indices),
             "dangling": dangling, "inv_out": inv_out}
 
 

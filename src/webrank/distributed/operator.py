@@ -97,7 +97,8 @@ class _DevicePart:
     exchange's layout is known, renames the sources and builds the step.
     """
 
-    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any) -> None:
+    def __init__(self, part: Part, device: int, dtype: np.dtype, stream: Any,
+                 threads: int | None = None) -> None:
         import cupy as cp
 
         from webrank.backends.gpu import HEAVY_THRESHOLD, heavy_segments
@@ -118,7 +119,9 @@ class _DevicePart:
             indptr = part.indptr
             if indptr.dtype != np.int32 and int(indptr[-1]) < 2**31:
                 indptr = indptr.astype(np.int32)
-            upload = gpu_arrays.upload
+            def upload(a: Any) -> Any:  # the host threads shared by the GPUs' uploads
+                return gpu_arrays.upload(a, threads)
+
             self.indptr = indptr = upload(indptr)
             self.indices = upload(part.indices)
             t1 = time.perf_counter()
@@ -326,7 +329,10 @@ class Placement:
         streams = getattr(comm, "streams", None)
         if streams is None or len(streams) != len(parts):
             raise ValueError("GPU parts need a GPU communicator with one stream per part")
-        homes = _each_device(lambda a: _DevicePart(a[0], a[1], dtype, a[2]),
+        from webrank.kernels.native import available_cpus
+
+        threads = max(1, available_cpus() // len(parts))
+        homes = _each_device(lambda a: _DevicePart(a[0], a[1], dtype, a[2], threads),
                              list(zip(parts, devices, streams, strict=True)))
         t1 = time.perf_counter()
         mine = {h.part.index: int(h.sources.size) for h in homes}
@@ -523,11 +529,15 @@ class PartitionedOperator(PageRankOperator):
         local = sum(h.r1 - h.r0 for h in self._homes)
         out = np.empty(self.n) if local == self.n else np.zeros(self.n)
 
+        from webrank.kernels.native import available_cpus
+
+        threads = max(1, available_cpus() // len(self._homes))
+
         def down(i: int) -> None:
             h = self._homes[i]
             with cp.cuda.Device(h.device):
                 h.stream.synchronize()
-                a.arrays[i].get(out=out[h.r0:h.r1])
+                gpu_arrays.download(a.arrays[i], out[h.r0:h.r1], threads)
 
         _each_device(down, list(range(len(self._homes))))
         self._host_gather(out)

@@ -173,9 +173,8 @@ def read_edge_columns(
         size = plain_size(stream)
         if size is not None:  # a plain file: its long lines are refused before a parse
             _refuse_long_lines(path, name, layout.data_start)
-        # a build on the GPU takes pyarrow's parse, whose columns the GPU build reads
-        if labels == "int" and layout.ncols == 2 and size is not None \
-                and opts.device == "cpu":
+        # (for either device: a GPU build takes its chunks to the host's parallel build)
+        if labels == "int" and layout.ncols == 2 and size is not None:
             cols = _parallel_read(path, size, layout, opts.progress)
         if cols is None:
             source = (_ArrowSource(head[layout.data_start:], stream, labels == "int",
@@ -596,8 +595,8 @@ def _parallel_read(
     # int32 columns, half the memory of int64 (the build takes either); an id past
     # int32's range shows in the ranges' bounds, and the file is parsed again into int64
     for width in (np.int32, np.int64):
-        src = np.empty(slots, width)
-        dst = np.empty(slots, width)
+        src = _sparse_array(slots, width)
+        dst = _sparse_array(slots, width)
         # NumPy's own map, unmapped when the last view goes (a first call's compile may
         # hold one a while: a plain mmap would then refuse to close)
         buf = np.memmap(path, dtype=np.uint8, mode="r", shape=(size,))
@@ -624,6 +623,20 @@ def _parallel_read(
     lo_hi = (int(bounds[keep, 0].min()), int(bounds[keep, 1].max()))
     return (Chunked(src, starts, counts, lo_hi), Chunked(dst, starts, counts, lo_hi), None,
             None)
+
+
+def _sparse_array(size: int, dtype: Any) -> np.ndarray:
+    """An array of ``size`` entries whose pages are made only where written: an anonymous
+    map kept to 4 KiB pages. NumPy asks the kernel for 2 MiB pages on large arrays, so a
+    parse that writes the head of each range's slots would make every slot resident
+    (R-MAT 22 parsed in 962 ranges on 16 threads: 3.0 GB peak against 2.1 GB)."""
+    import mmap
+
+    nbytes = max(int(size), 1) * np.dtype(dtype).itemsize
+    memory = mmap.mmap(-1, nbytes)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(memory, dtype=dtype, count=int(size))
 
 
 # --------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import numpy as np
 
 from webrank.kernels.native import lib, num_threads
 
-__all__ = ["COLLAPSE", "SUM", "count_sources", "gather_rows", "id_bounds",
+__all__ = ["COLLAPSE", "SUM", "copy_bytes", "count_sources", "gather_rows", "id_bounds",
            "mark_and_count", "scatter", "sort_buckets", "sum_rows", "touch_pages",
            "transpose_csr"]
 
@@ -130,6 +130,16 @@ def touch_pages(a: np.ndarray) -> np.ndarray:
     GIL released): its pages are faulted in before a copy fills it. Returns ``a``."""
     lib.touch_pages(a, num_threads())
     return a
+
+
+def copy_bytes(dst: np.ndarray, src: np.ndarray, threads: int | None = None, *,
+               streaming: bool = True) -> np.ndarray:
+    """Copy ``src`` into ``dst`` (both C-contiguous, of equal byte sizes; dtypes may
+    differ) on ``threads`` threads (default all), the GIL released. ``streaming``:
+    non-temporal stores where the CPU has them (False: ``memcpy``, for comparison).
+    Returns ``dst``."""
+    lib.copy_bytes(dst, src, threads or num_threads(), streaming)
+    return dst
 
 
 def transpose_csr(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

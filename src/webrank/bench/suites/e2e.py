@@ -13,7 +13,11 @@ real graphs of the datasets folder) and each device:
   and writing the scores as Parquet and as CSV;
 * **floors** beside them: reading the file's bytes from the page cache, pyarrow's parse
   of the same file on all cores (``pyarrow.csv.read_csv``, ``pyarrow.parquet.read_table``),
-  and writing the scores' bytes (a ``tobytes`` write of the score array).
+  writing the scores' bytes (a ``tobytes`` write of the score array) and pyarrow's
+  Parquet writer on the same columns (``pyarrow.parquet.write_table``);
+* **host memory**: each whole process's peak resident size (its own, from ``wait4``),
+  and what it holds beyond the input file's size, per link (a plain file's mapped pages
+  count in the resident size while it is parsed).
 
 Scales are ``WEBRANK_E2E_SCALES`` (default "20 22"; ``--quick``: 14); the GPU phases run
 where a GPU is usable. Every number is the median of the repeats of a fresh process.
@@ -27,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +48,7 @@ each phase beside its floor (the page-cache read, pyarrow's parse on all cores, 
 of the output)."""
 
 PHASES = ("import", "load", "setup", "solve", "copy_back", "write_parquet", "write_csv")
-FLOORS = ("read_bytes", "parse_floor", "write_bytes")
+FLOORS = ("read_bytes", "parse_floor", "write_bytes", "write_floor")
 TOL = 1e-10
 
 
@@ -104,23 +109,28 @@ def _measure(ctx: BenchContext, graph: str, fmt: str, path: Path, device: str,
     cmd = [sys.executable, "-m", "webrank", "rank", str(path), "--device", device,
            "--tol", str(TOL), "-o", str(out), "--json"]
     whole: list[float] = []
+    peaks: list[int] = []
     summary: dict[str, Any] = {}
     # one untimed process first: the file in the page cache and the kernels compiled
     # into the on-disk caches, as after `webrank warmup` (the first run on a fresh
     # machine is webrank warmup's measurement, not this one)
     for k in range(ctx.repeats + 1):
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+        done = run_process(cmd, _env())
         if k:
-            whole.append(time.perf_counter() - t0)
+            whole.append(done.seconds)
+            peaks.append(done.peak_rss)
         if done.returncode != 0:
             ctx.skip(f"{graph} {fmt} on {device}", done.stderr.strip().splitlines()[-1]
                      if done.stderr.strip() else f"exit {done.returncode}")
             return {"graph": graph, "format": fmt, "device": device}
         summary = json.loads(done.stdout)
+    edges = summary.get("edges") or 0
+    peak = int(np.median(peaks))
+    beyond = (peak - params["bytes"]) / edges if edges else None
     ctx.record(f"whole process {graph} {fmt}", _timing(whole), device=device, params=params,
-               metrics={"iterations": summary.get("iterations"),
-                        "edges": summary.get("edges"), "method": summary.get("method")})
+               metrics={"iterations": summary.get("iterations"), "edges": edges,
+                        "method": summary.get("method"), "peak_rss_bytes": peak,
+                        "bytes_per_link_beyond_file": beyond})
     phases: dict[str, list[float]] = {}
     for _ in range(ctx.repeats):
         code = (f"from webrank.bench.suites.e2e import phases; "
@@ -136,8 +146,36 @@ def _measure(ctx: BenchContext, graph: str, fmt: str, path: Path, device: str,
             ctx.record(f"{k} {graph} {fmt}", _timing(vals), device=device,
                        params={**params, "phase": k})
     return {"graph": graph, "format": fmt, "device": device,
-            "whole": float(np.median(whole)), "edges": summary.get("edges"),
-            **{k: float(np.median(v)) for k, v in phases.items()}}
+            "whole": float(np.median(whole)), "edges": edges, "peak_rss": peak,
+            "beyond_file": beyond, **{k: float(np.median(v)) for k, v in phases.items()}}
+
+
+@dataclass
+class Process:
+    """One finished child process: exit status, output, wall seconds, peak resident
+    bytes (its own ``ru_maxrss``, from ``wait4``)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss: int
+
+
+def run_process(cmd: list[str], env: dict[str, str]) -> Process:
+    """Run ``cmd`` to its end and measure it (:class:`Process`). The output goes through
+    files (no pipe to fill) and the child is reaped by ``os.wait4``, which returns its
+    own resource usage: ``RUSAGE_CHILDREN`` keeps the largest of all children so far."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped: Popen must not wait)
+        out.seek(0)
+        err.seek(0)
+        return Process(proc.returncode, out.read(), err.read(), seconds,
+                       int(usage.ru_maxrss) * 1024)
 
 
 def _env() -> dict[str, str]:
@@ -187,7 +225,20 @@ def phases(path: str, fmt: str, device: str, folder: str) -> None:
         f.write(r.scores.tobytes())
         f.write(np.asarray(r.labels).tobytes())
     times["write_bytes"] = time.perf_counter() - t
+    times["write_floor"] = parquet_write_floor(np.asarray(r.labels), r.scores,
+                                               os.path.join(folder, "floor.parquet"))
     print(json.dumps(times))
+
+
+def parquet_write_floor(nodes: np.ndarray, scores: np.ndarray, path: str) -> float:
+    """Seconds of ``pyarrow.parquet.write_table`` of the same two columns with pyarrow's
+    defaults: what writing the scores is measured against."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = time.perf_counter()
+    pq.write_table(pa.table({"node": nodes, "score": scores}), path)
+    return time.perf_counter() - t
 
 
 def parse_floor(path: str, fmt: str, labels: str = "int") -> float | None:
@@ -231,12 +282,16 @@ def _report(ctx: BenchContext, rows: list[dict[str, Any]]) -> None:
     ctx.table("Whole process and its phases (s, median of fresh processes)", columns,
               [[r["graph"], r["format"], r["device"], f"{r['edges']:,}" if r["edges"] else "",
                 *(f"{r[k]:.3f}" if k in r else "-" for k in columns[4:])] for r in rows])
-    ctx.table("Outside the solve, and load against the parse floor", [
+    ctx.table("Outside the solve, load and write against their floors, host memory", [
         "graph", "format", "device", "whole / solve", "outside solve (s)",
-        "load / parse floor"],
+        "load / parse floor", "Parquet write / pyarrow's", "peak resident (GB)",
+        "beyond the file, a link (bytes)"],
         [[r["graph"], r["format"], r["device"], f"{r['whole'] / r['solve']:.1f}",
           f"{r['whole'] - r['solve']:.3f}",
-          f"{r['load'] / r['parse_floor']:.2f}" if "parse_floor" in r else "-"]
+          f"{r['load'] / r['parse_floor']:.2f}" if "parse_floor" in r else "-",
+          f"{r['write_parquet'] / r['write_floor']:.2f}" if "write_floor" in r else "-",
+          f"{r['peak_rss'] / 1e9:.2f}",
+          f"{r['beyond_file']:.1f}" if r["beyond_file"] is not None else "-"]
          for r in rows])
 
     def draw(fig: Any) -> None:

@@ -1,0 +1,103 @@
+"""Where the wall time and the memory of one whole ``webrank rank`` process go: marks at
+the end of the imports, around reading the graph, the solve, writing the scores and at
+exit, each with the process's peak resident size so far; the interpreter's start and
+the teardown after the last mark are what the parent's clock adds around them.
+
+    python benchmarks/process_timeline.py FILE [--device gpu] [--repeats 3] [-- ARGS...]
+
+ARGS go to ``webrank rank FILE --device DEV --tol 1e-10 -o /tmp/timeline.parquet``.
+Prints one line a process and the medians of each phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import atexit, json, resource, sys, time
+T0 = time.perf_counter()
+marks = []
+def mark(what):
+    marks.append((what, time.perf_counter() - T0,
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+def report():
+    mark("atexit")
+    sys.stderr.write("TIMELINE " + json.dumps(marks) + "\n")
+    sys.stderr.flush()
+atexit.register(report)
+import webrank, webrank.cli
+from webrank.result import PageRankResult
+mark("imports")
+def wrapped(owner, name, label):
+    fn = getattr(owner, name)
+    def run(*a, **k):
+        mark(label + " start")
+        try:
+            return fn(*a, **k)
+        finally:
+            mark(label + " end")
+    setattr(owner, name, run)
+wrapped(webrank.cli, "load_graph", "load")
+wrapped(webrank, "pagerank", "pagerank")
+wrapped(PageRankResult, "save", "write")
+sys.argv = ["webrank"] + sys.argv[1:]
+webrank.cli.main()
+"""
+
+
+def one(argv: list[str]) -> dict[str, float]:
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - t0
+    line = [s for s in done.stderr.splitlines() if s.startswith("TIMELINE ")]
+    if done.returncode != 0 or not line:
+        raise SystemExit(f"exit {done.returncode}: {done.stderr[-500:]}")
+    marks = json.loads(line[0][len("TIMELINE "):])
+    at = {k: t for k, t, _ in marks}
+    peak = {k: r for k, _, r in marks}
+    # the interpreter's start before the child's first line: a bare interpreter's
+    out = {"start+imports": at["imports"], "read graph": at["load end"] - at["load start"],
+           "pagerank": at["pagerank end"] - at["pagerank start"],
+           "write": at.get("write end", 0.0) - at.get("write start", 0.0),
+           "to exit": at["atexit"] - at.get("write end", at["pagerank end"]),
+           "teardown+interpreter": wall - at["atexit"], "whole": wall,
+           "peak after read (GB)": peak["load end"] / 1e9,
+           "peak after pagerank (GB)": peak["pagerank end"] / 1e9,
+           "peak at exit (GB)": peak["atexit"] / 1e9}
+    out["between"] = wall - out["teardown+interpreter"] - sum(
+        out[k] for k in ("start+imports", "read graph", "pagerank", "write", "to exit"))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--repeats", type=int, default=3)
+    args, rest = ap.parse_known_args()
+    argv = ["rank", args.file, "--device", args.device, "--tol", "1e-10", "--json", "-o",
+            "/tmp/timeline.parquet", *[a for a in rest if a != "--"]]
+    bare = statistics.median(_bare() for _ in range(3))
+    print(f"bare interpreter start and exit: {bare:.3f} s")
+    rows = [one(argv) for _ in range(args.repeats + 1)][1:]  # the first warms the caches
+    for r in rows:
+        print(" ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
+    print(os.path.basename(args.file), args.device, "medians: " + ", ".join(
+        f"{k} {statistics.median(r[k] for r in rows):.3f}" for k in rows[0]))
+
+
+def _bare() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
