@@ -170,3 +170,28 @@ def test_generate_then_rank_and_compare(tmp_path):
     assert json.loads(r.stdout)["l1"] == 0
     r = webrank("generate", "nope", "10", "--out", out)
     assert r.returncode == 2 and "unknown graph kind" in r.stderr
+
+
+def test_console_script_leaves_without_teardown_after_success(tmp_path, monkeypatch, capsys):
+    """`webrank` (the console script) ends a successful command at once, its output
+    flushed and its files written; a failing command exits with its code, and a process
+    with MPI loaded exits the usual way (MPI finalizes at exit)."""
+    import webrank.cli as cli_mod
+
+    p = tmp_path / "g.txt"
+    p.write_text("0 1\n1 2\n2 0\n2 1\n")
+    out = tmp_path / "s.parquet"
+    exits: list[int] = []
+    monkeypatch.setattr(cli_mod.os, "_exit", exits.append)
+    monkeypatch.setattr(sys, "argv", ["webrank", "rank", str(p), "--device", "cpu",
+                                      "--json", "-o", str(out)])
+    cli_mod.run()
+    assert exits == [0] and out.exists()
+    assert json.loads(capsys.readouterr().out)["converged"] is True
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", object())
+    cli_mod.run()
+    assert exits == [0]  # returned the usual way this time
+    monkeypatch.setattr(sys, "argv", ["webrank", "rank", str(tmp_path / "missing.txt")])
+    with pytest.raises(SystemExit) as failed:
+        cli_mod.run()
+    assert failed.value.code != 0 and exits == [0]

@@ -1,5 +1,5 @@
 """``python -m webrank`` runs the command line."""
 
-from webrank.cli import main
+from webrank.cli import run
 
-main()
+run()

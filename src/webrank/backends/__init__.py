@@ -51,6 +51,7 @@ __all__ = [
     "StepsResult",
     "device_name",
     "gpu_available",
+    "gpu_importable",
     "gpu_name",
     "make_batch_operator",
     "make_frontier_operator",
@@ -68,6 +69,14 @@ _GPU_HELP = (
 
 
 @functools.cache
+def gpu_importable() -> bool:
+    """Whether CuPy is installed, found without importing it (a GPU run may be possible;
+    :func:`resolve_device` says whether one is)."""
+    import importlib.util
+
+    return importlib.util.find_spec("cupy") is not None
+
+
 def _gpu_status() -> tuple[bool, str]:
     """(usable, reason) for the GPU backend, probed once per process."""
     try:
