@@ -237,14 +237,15 @@ def test_staged_copy_down_slices_and_tail(monkeypatch, n):
     import cupy as cp
 
     from webrank.backends import gpu_arrays
+    from webrank.kernels import cuda_staging
 
-    monkeypatch.setattr(gpu_arrays, "STAGING_SLICE_BYTES", 1 << 15)  # 4096 float64 a slice
-    monkeypatch.setattr(gpu_arrays._Staging, "_by_device", {})  # buffers of this slice size
+    monkeypatch.setattr(cuda_staging, "STAGING_SLICE_BYTES", 1 << 15)  # 4096 float64 a slice
+    monkeypatch.setattr(cuda_staging.Staging, "_by_device", {})  # buffers of this slice size
     x = cp.random.default_rng(n).standard_normal(n)
     landing = gpu_arrays.HostLanding(n)
     np.testing.assert_array_equal(landing.receive(x), x.get())
-    held = gpu_arrays._Staging.take(x.device.id)
-    assert held is not None and gpu_arrays._Staging.take(x.device.id) is None
+    held = cuda_staging.Staging.take(x.device.id)
+    assert held is not None and cuda_staging.Staging.take(x.device.id) is None
     try:
         np.testing.assert_array_equal(gpu_arrays.HostLanding(n).receive(x), x.get())
     finally:
@@ -260,14 +261,15 @@ def test_staged_upload_slices_and_tail(monkeypatch, nbytes, threads):
     import cupy as cp
 
     from webrank.backends import gpu_arrays
+    from webrank.kernels import cuda_staging
 
-    monkeypatch.setattr(gpu_arrays, "STAGING_SLICE_BYTES", 1 << 15)
-    monkeypatch.setattr(gpu_arrays._Staging, "_by_device", {})
+    monkeypatch.setattr(cuda_staging, "STAGING_SLICE_BYTES", 1 << 15)
+    monkeypatch.setattr(cuda_staging.Staging, "_by_device", {})
     rng = np.random.default_rng(nbytes)
     for host in (rng.integers(0, 2**31 - 1, nbytes // 4, dtype=np.int32),
                  rng.standard_normal(nbytes // 8)):
         np.testing.assert_array_equal(gpu_arrays.upload(host, threads).get(), host)
-    held = gpu_arrays._Staging.take(cp.cuda.Device().id)
+    held = cuda_staging.Staging.take(cp.cuda.Device().id)
     try:
         np.testing.assert_array_equal(gpu_arrays.upload(host).get(), host)
     finally:

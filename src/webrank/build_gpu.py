@@ -314,10 +314,12 @@ def _uploaded(arrays: dict[str, Any] | None, cp: Any) -> dict[str, Any] | None:
     the labels stay on the host. None where it is None or the device lacks the memory."""
     if arrays is None:
         return None
+    from webrank.kernels.cuda_staging import upload  # (page-locked slices, all threads)
+
     up = ("indptr", "indices", "out_weight", "weights")
     if sum(arrays[k].nbytes for k in up if arrays[k] is not None) > _free_bytes(cp):
         return None
-    return {k: to_device(v) if k in up and v is not None else v for k, v in arrays.items()}
+    return {k: upload(v) if k in up and v is not None else v for k, v in arrays.items()}
 
 
 def _upload(col: Any, dtype: Any, cp: Any) -> Any:

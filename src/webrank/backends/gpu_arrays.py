@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
 from webrank.kernels.cuda_common import launch_strided
+from webrank.kernels.cuda_staging import STAGING_SLICE_BYTES, download, pinned_empty, upload
 
 __all__ = [
     "LANDING_MIN_BYTES",
@@ -61,6 +62,7 @@ __all__ = [
     "take",
     "take_columns",
     "transition_values",
+    "upload",
     "vector_sums",
     "write_history_start",
 ]
@@ -78,45 +80,6 @@ def full(n: int, value: float, dtype: Any = np.float64) -> Any:
     if n:
         _launch(ka.fill_name(dtype.name), n, ka.FILL_VALUE.pack(n=n, value=value, out=out))
     return out
-
-
-def upload(a: Any, threads: int | None = None) -> Any:
-    """A host array copied to the current device, a slice at a time through the
-    device's two page-locked staging buffers (:class:`_Staging`), ``threads`` host
-    threads (default all) filling one while the other goes up.
-
-    ``cupy.asarray`` of an unpinned array first allocates a page-locked buffer of the
-    array's size and copies the array into it, on one thread: for the gigabytes of a
-    graph's links, seconds of pinning and copying before the transfer starts; a plain
-    copy from pageable memory runs at a third of the link's speed. A CuPy array is
-    returned as it is."""
-    import cupy as cp
-
-    if not isinstance(a, np.ndarray):
-        return cp.asarray(a)
-    a = np.ascontiguousarray(a)
-    out = cp.empty(a.shape, dtype=a.dtype)
-    if a.nbytes >= 2 * STAGING_SLICE_BYTES:
-        staging = _Staging.take(out.device.id)
-        if staging is not None:
-            try:
-                staging.copy_up(a, out, threads)
-            finally:
-                staging.give_back()
-            return out
-    if a.size:
-        out.set(a)
-    return out
-
-
-def pinned_empty(n: int, dtype: Any) -> np.ndarray:
-    """A NumPy array of ``n`` entries in page-locked host memory (``cupyx.empty_pinned``
-    without importing ``cupyx``, whose import pulls in SciPy: half a second)."""
-    import cupy as cp
-
-    dtype = np.dtype(dtype)
-    memory = cp.cuda.alloc_pinned_memory(max(int(n), 1) * dtype.itemsize)
-    return np.ndarray((int(n),), dtype=dtype, buffer=memory)
 
 
 #: vectors of at least this many bytes come down into a :class:`HostLanding`
@@ -145,9 +108,10 @@ class HostLanding:
     thread allocates the array and touches its pages (compiled, on all threads, without
     the GIL: :func:`webrank.kernels.cpu_build.touch_pages`) while the caller's solve
     runs; :meth:`receive` copies the vector in, through two page-locked buffers kept for
-    the process (:class:`_Staging`). No CUDA call is made off the caller's thread:
-    page-locking the array there (``cudaHostRegister``) made the copy itself five times
-    faster but held the driver, and the solve's launches waited for it.
+    the process (:class:`~webrank.kernels.cuda_staging.Staging`). No CUDA call is made
+    off the caller's thread: page-locking the array there (``cudaHostRegister``) made
+    the copy itself five times faster but held the driver, and the solve's launches
+    waited for it.
 
     Parameters
     ----------
@@ -182,130 +146,6 @@ class HostLanding:
     def discard(self) -> None:
         """Give up the landing (its array is freed once made)."""
         self._future = None
-
-
-def download(x: Any, out: np.ndarray, threads: int | None = None) -> np.ndarray:
-    """The contiguous device array ``x`` copied into ``out`` (a C-contiguous host array of
-    as many bytes): through the device's staging buffers (:class:`_Staging`, ``threads``
-    host threads, default all) where ``x`` fills a slice and they are free, else a plain
-    copy. Returns ``out``."""
-    if x.nbytes >= STAGING_SLICE_BYTES:
-        staging = _Staging.take(x.device.id)
-        if staging is not None:
-            try:
-                staging.copy_down(x, out, threads)
-            finally:
-                staging.give_back()
-            return out
-    x.get(out=out)
-    return out
-
-
-#: bytes of each of the two page-locked buffers a vector goes up or comes down through
-STAGING_SLICE_BYTES = 1 << 23
-
-
-class _Staging:
-    """Two page-locked host buffers of one device, allocated on first use and kept for
-    the process (16 MiB), through which a vector comes down (or an array goes up) a
-    slice at a time.
-
-    A copy from device memory into pageable host memory runs at 8-11 GB/s on an H100
-    host (the driver stages it through its own page-locked buffers on one core); into
-    page-locked memory at about 50 GB/s. While the GPU copies slice k into one buffer,
-    all CPU threads move slice k-1 from the other into the caller's array
-    (:func:`webrank.kernels.cpu_build.copy_bytes`), so the vector lands at nearly the
-    slower of the two rates, not at the pageable copy's; uploads run the other way.
-    One thread uses a device's buffers at a time (:meth:`take`); another gets ``None``
-    and copies the plain way.
-    """
-
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-    _by_device: ClassVar[dict[int, _Staging]] = {}
-
-    def __init__(self, device_id: int) -> None:
-        import cupy as cp
-
-        self.device_id = device_id
-        self.busy = False
-        self.step = STAGING_SLICE_BYTES
-        self.slices = [pinned_empty(self.step, np.uint8) for _ in range(2)]
-        with cp.cuda.Device(device_id):
-            self.done = [cp.cuda.Event(disable_timing=True) for _ in range(2)]
-
-    @classmethod
-    def take(cls, device_id: int) -> _Staging | None:
-        """The device's buffers, marked busy (made on first use); ``None`` while another
-        thread holds them or where page-locked memory cannot be had."""
-        with cls._lock:
-            staging = cls._by_device.get(device_id)
-            if staging is None:
-                try:
-                    staging = cls._by_device[device_id] = cls(device_id)
-                except Exception:  # page-locked memory refused: copy the plain way
-                    return None
-            if staging.busy:
-                return None
-            staging.busy = True
-            return staging
-
-    def give_back(self) -> None:
-        with self._lock:
-            self.busy = False
-
-    def copy_down(self, x: Any, host: np.ndarray, threads: int | None = None) -> None:
-        """Copy the contiguous device array ``x`` into ``host`` (C-contiguous, as many
-        bytes), slice by slice through the two buffers."""
-        import cupy as cp
-
-        from webrank.kernels.cpu_build import copy_bytes
-
-        out = host.reshape(-1).view(np.uint8)
-        total, step = int(x.nbytes), self.step
-        with cp.cuda.Device(self.device_id):
-            stream = cp.cuda.get_current_stream()
-            pending: tuple[int, int, int] | None = None  # (buffer, offset, bytes)
-            for k, offset in enumerate(range(0, total, step)):
-                size, b = min(step, total - offset), k % 2
-                cp.cuda.runtime.memcpyAsync(self.slices[b].ctypes.data, x.data.ptr + offset,
-                                            size, cp.cuda.runtime.memcpyDeviceToHost,
-                                            stream.ptr)
-                self.done[b].record(stream)
-                if pending is not None:
-                    self._land(pending, out, copy_bytes, threads)
-                pending = (b, offset, size)
-            if pending is not None:
-                self._land(pending, out, copy_bytes, threads)
-
-    def copy_up(self, host: np.ndarray, x: Any, threads: int | None = None) -> None:
-        """Copy ``host`` (C-contiguous) into the contiguous device array ``x`` of as many
-        bytes, slice by slice through the two buffers; returns once the copies are done
-        (the buffers are free again)."""
-        import cupy as cp
-
-        from webrank.kernels.cpu_build import copy_bytes
-
-        src = host.reshape(-1).view(np.uint8)
-        total, step = int(src.size), self.step
-        with cp.cuda.Device(self.device_id):
-            stream = cp.cuda.get_current_stream()
-            for k, offset in enumerate(range(0, total, step)):
-                size, b = min(step, total - offset), k % 2
-                if k >= 2:
-                    self.done[b].synchronize()  # its slice k - 2 has gone up
-                copy_bytes(self.slices[b][:size], src[offset:offset + size], threads)
-                cp.cuda.runtime.memcpyAsync(x.data.ptr + offset, self.slices[b].ctypes.data,
-                                            size, cp.cuda.runtime.memcpyHostToDevice,
-                                            stream.ptr)
-                self.done[b].record(stream)
-            for event in self.done[:min(2, -(-total // step))]:
-                event.synchronize()
-
-    def _land(self, pending: tuple[int, int, int], out: np.ndarray, copy_bytes: Any,
-              threads: int | None) -> None:
-        b, offset, size = pending
-        self.done[b].synchronize()
-        copy_bytes(out[offset:offset + size], self.slices[b][:size], threads)
 
 
 def copy_vector(x: Any) -> Any:

@@ -218,9 +218,9 @@ def read_native(
             f"not a readable webrank graph cache (.npz): {type(e).__name__}: {e}", path=name
         ) from None
     if on_gpu:  # the arrays go up from the page cache; the checks run on the card
-        from webrank.arrays import to_device
+        from webrank.kernels.cuda_staging import upload  # (its pages read by all threads)
 
-        data = {k: to_device(v) if k in _DEVICE_ARRAYS else np.array(v)
+        data = {k: upload(v) if k in _DEVICE_ARRAYS else np.array(v)
                 for k, v in data.items()}
     graph = _build(data, name)
     if progress is not None:
