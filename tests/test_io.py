@@ -336,13 +336,13 @@ def test_native_cache_roundtrip(tmp_path):
 
 
 def test_native_cache_read_for_the_card(tmp_path, monkeypatch):
-    # device="gpu": members memory-mapped, handed to to_device, checked where they land
-    # (here to_device is a host copy, so the card's path runs without a card)
-    import webrank.arrays
+    # device="gpu": members memory-mapped, handed to the staged upload, checked where
+    # they land (here the upload is a host copy, so the card's path runs without a card)
+    import webrank.kernels.cuda_staging
 
     moved = []
-    monkeypatch.setattr(webrank.arrays, "to_device",
-                        lambda a, dtype=None: moved.append(type(a)) or np.array(a, dtype))
+    monkeypatch.setattr(webrank.kernels.cuda_staging, "upload",
+                        lambda a, threads=None: moved.append(type(a)) or np.array(a))
     for i, g in enumerate([Graph.from_edges(SRC, DST), Graph.from_edges(SRC, DST, WTS),
                            Graph.from_edges([0], [0], num_nodes=3, node_ids="range")]):
         p = tmp_path / f"g{i}.npz"
