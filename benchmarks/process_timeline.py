@@ -6,7 +6,10 @@ the teardown after the last mark are what the parent's clock adds around them.
     python benchmarks/process_timeline.py FILE [--device gpu] [--repeats 3] [-- ARGS...]
 
 ARGS go to ``webrank rank FILE --device DEV --tol 1e-10 -o /tmp/timeline.parquet``.
-Prints one line a process and the medians of each phase.
+Prints one line a process and the medians of each phase, and what the process started
+(subprocesses, through an audit hook) or imported of SciPy and ``cupyx``.
+``TIMELINE_NO_CUPYX_WARMUP=1``: the GPU warm-up without its ``cupyx.scipy.special``
+import (to see whether the run imports it anyway).
 """
 
 from __future__ import annotations
@@ -20,19 +23,38 @@ import sys
 import time
 
 CHILD = r"""
-import atexit, json, resource, sys, time
+import atexit, json, os, resource, sys, time
 T0 = time.perf_counter()
-marks = []
+marks, spawned = [], []
 def mark(what):
     marks.append((what, time.perf_counter() - T0,
                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+def audit(event, args):
+    if event in ("subprocess.Popen", "os.system", "os.fork", "os.posix_spawn", "os.exec"):
+        spawned.append(f"{event} {str(args)[:120]}")
+sys.addaudithook(audit)
 def report():
     mark("atexit")
-    sys.stderr.write("TIMELINE " + json.dumps(marks) + "\n")
+    sys.stderr.write("TIMELINE " + json.dumps({
+        "marks": marks, "spawned": spawned,
+        "imported": [m for m in ("scipy", "cupyx.scipy.special", "cupyx") if m in sys.modules],
+        "children_peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}) + "\n")
     sys.stderr.flush()
 atexit.register(report)
 import webrank, webrank.cli
 from webrank.result import PageRankResult
+if os.environ.get("TIMELINE_NO_CUPYX_WARMUP"):  # the warm-up without its cupyx import
+    import webrank.backends as wb
+    def warm():
+        try:
+            usable = wb._gpu_status()[0]
+            wb._probed.set()
+            if usable:
+                import cupy
+                cupy.zeros(1).sum()
+        finally:
+            wb._probed.set()
+    wb._warm_gpu = warm
 mark("imports")
 def wrapped(owner, name, label):
     fn = getattr(owner, name)
@@ -59,7 +81,11 @@ def one(argv: list[str]) -> dict[str, float]:
     line = [s for s in done.stderr.splitlines() if s.startswith("TIMELINE ")]
     if done.returncode != 0 or not line:
         raise SystemExit(f"exit {done.returncode}: {done.stderr[-500:]}")
-    marks = json.loads(line[0][len("TIMELINE "):])
+    doc = json.loads(line[0][len("TIMELINE "):])
+    marks = doc["marks"]
+    if doc["spawned"] or doc["imported"]:
+        print(f"  spawned {doc['spawned']}; imported {doc['imported']}; children's peak "
+              f"{doc['children_peak'] / 1e9:.2f} GB")
     at = {k: t for k, t, _ in marks}
     peak = {k: r for k, _, r in marks}
     # the interpreter's start before the child's first line: a bare interpreter's

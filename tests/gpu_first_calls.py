@@ -181,7 +181,7 @@ def child(path: str, entry: str) -> dict[str, Any]:
                     raise
             times.append(time.perf_counter() - t)
         return {"entry": entry, "load_s": 0.0, "first_s": times[0], "second_s": times[1],
-                "compiled": made}
+                "compiled": made, "imported": _heavy_imports()}
     g = webrank.load(path, device="gpu")
     load = time.perf_counter() - t0
     call = ENTRIES[entry](webrank, g)
@@ -202,7 +202,12 @@ def child(path: str, entry: str) -> dict[str, Any]:
             profile = _top_functions(profiler)
     return {"entry": entry, "load_s": load, "first_s": times[0], "second_s": times[1],
             "compiled_at_load": made[:before], "compiled": made[before:],
-            "profile": profile}
+            "profile": profile, "imported": _heavy_imports()}
+
+
+def _heavy_imports() -> list[str]:
+    """The large optional modules the process imported (SciPy, CuPy's SciPy layer)."""
+    return [m for m in ("scipy", "cupyx.scipy") if m in sys.modules]
 
 
 def _top_functions(profiler: Any, count: int = 14) -> list[str]:

@@ -97,7 +97,7 @@ _warmup: threading.Thread | None = None
 
 def start_gpu_warmup() -> None:
     """Start what a process's first GPU call waits for — importing CuPy, creating the CUDA
-    context and its memory pool, importing ``cupyx.scipy.special`` — in a background
+    context and its memory pool — in a background
     thread, so that it overlaps with reading the graph (about 1 s on an H100 host; a text
     file's parse needs no GIL, so it runs beside it undisturbed). Idempotent; best
     effort: a failure shows where the GPU is first used.
@@ -121,12 +121,10 @@ def _warm_gpu() -> None:
             return
         import cupy
 
-        cupy.zeros(1).sum()  # the context and the memory pool
-        # CuPy 14 sends an operator with a Python scalar (``a << 32``, ``a != 0``)
-        # through NumPy's ufunc dispatch, whose ``__array_ufunc__`` imports this module
-        # and with it SciPy (0.4-0.6 s): the first such operator of a GPU run would
-        # otherwise pay for it in the main thread
-        import cupyx.scipy.special  # noqa: F401
+        # the context and the memory pool (no CuPy operator with a Python scalar runs on
+        # a GPU path: CuPy 14 would import cupyx.scipy.special and SciPy for it, 0.4 s
+        # of interpreter time the main thread's read then waited on)
+        cupy.zeros(1).sum()
     except Exception:
         pass
     finally:
