@@ -206,14 +206,19 @@ def test_e2e_quick(tmp_path):
 
 def test_run_process_measures_its_own_child():
     """The whole-process probe: exit status, output, and the child's own peak (a child
-    holding 200 MB after one holding 400 MB reports about 200, not the largest so far)."""
+    holding 200 MB after one holding 400 MB reports about 200, not the largest so far;
+    neither reports this process's 600 MB, which a plain fork would carry)."""
     import sys
+
+    import numpy as np
 
     from webrank.bench.suites.e2e import run_process
 
+    ballast = np.ones(600_000_000 // 8)  # this process's size must not show in the child's
     hold = "import numpy as np; a = np.ones({} // 8); print(a.size); raise SystemExit(3)"
     big = run_process([sys.executable, "-c", hold.format(400_000_000)], dict(os.environ))
     small = run_process([sys.executable, "-c", hold.format(200_000_000)], dict(os.environ))
+    del ballast
     assert big.returncode == small.returncode == 3
     assert big.stdout.strip() == "50000000" and small.stdout.strip() == "25000000"
     assert 400e6 < big.peak_rss < 600e6 and 200e6 < small.peak_rss < 350e6

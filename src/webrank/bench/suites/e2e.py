@@ -162,20 +162,43 @@ class Process:
     peak_rss: int
 
 
+#: started by :func:`run_process`: forks the command from a small interpreter, reaps it by
+#: ``wait4`` and writes its wall seconds and peak resident KiB to the file named first
+_LAUNCHER = """
+import os, sys, time
+report, cmd = sys.argv[1], sys.argv[2:]
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - t0
+with open(report, "w") as f:
+    f.write(f"{seconds} {usage.ru_maxrss}")
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_process(cmd: list[str], env: dict[str, str]) -> Process:
-    """Run ``cmd`` to its end and measure it (:class:`Process`). The output goes through
-    files (no pipe to fill) and the child is reaped by ``os.wait4``, which returns its
-    own resource usage: ``RUSAGE_CHILDREN`` keeps the largest of all children so far."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped: Popen must not wait)
+    """Run ``cmd`` (its program a full path) to its end and measure it (:class:`Process`).
+
+    Linux keeps the largest resident size a process had *before* it exec'd, and a fork
+    of this process (whose arrays may hold gigabytes) would report this process's size:
+    the command is forked from a small launcher interpreter instead, which times it and
+    reaps it by ``wait4``. The output goes through files (no pipe to fill)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".txt") as report:
+        done = subprocess.run([sys.executable, "-c", _LAUNCHER, report.name, *cmd],
+                              stdout=out, stderr=err, text=True, env=env)
+        seconds, peak_kib = report.read().split()
         out.seek(0)
         err.seek(0)
-        return Process(proc.returncode, out.read(), err.read(), seconds,
-                       int(usage.ru_maxrss) * 1024)
+        return Process(done.returncode, out.read(), err.read(), float(seconds),
+                       int(peak_kib) * 1024)
 
 
 def _env() -> dict[str, str]:
