@@ -32,7 +32,7 @@ extensions = [
     "sphinx_click",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_static", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 
 # MyST: $...$ math and ```{directive}``` blocks; heading anchors for links like
@@ -56,4 +56,7 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path = ["_static"]
+# maths by a local copy of MathJax (docs/_static/mathjax/README.md): formulas render in a
+# site read offline, not only where a CDN can be reached
+mathjax_path = "mathjax/tex-svg.js"
 html_css_files = ["webrank.css"]  # code wraps instead of scrolling

@@ -113,3 +113,14 @@ def test_user_pages_hold_no_lab_notes():
     found = [f"{p.name}:{n}: {line.strip()[:80]}" for p in pages
              for n, line in enumerate(p.read_text().splitlines(), 1) if banned.search(line)]
     assert not found, "\n".join(found)
+
+
+def test_site_maths_render_offline():
+    """The site's MathJax is the local copy it ships (a page opened without network shows
+    formulas, not raw LaTeX): conf.py points at a file that exists under _static."""
+    conf = (DOCS / "conf.py").read_text()
+    path = re.search(r'^mathjax_path = "([^"]+)"', conf, flags=re.M)
+    assert path is not None and "://" not in path.group(1)
+    script = DOCS / "_static" / path.group(1)
+    assert script.is_file() and script.stat().st_size > 1_000_000
+    assert (script.parent / "LICENSE").is_file()
