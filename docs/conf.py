@@ -55,6 +55,9 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
+# pages that are a section of their own, with no pages under them: no left sidebar (it
+# would show an empty "Section Navigation")
+html_sidebars = {"index": [], "getting-started": []}
 html_static_path = ["_static"]
 # maths by a local copy of MathJax (docs/_static/mathjax/README.md): formulas render in a
 # site read offline, not only where a CDN can be reached
