@@ -20,6 +20,7 @@ as an edge list.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -200,27 +201,56 @@ def run(ctx: BenchContext) -> None:
     _report(ctx, rows)
 
 
+@dataclass
+class _Run:
+    """One graph's baselines run: the graph, its float64 reference, and where each
+    measurement goes (:meth:`add`)."""
+
+    ctx: BenchContext
+    path: Path
+    g: Any
+    ref: np.ndarray
+    pandas: Any
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def l1(self, x: Any) -> float:
+        """L1 distance of ``x`` (normalised) to the reference."""
+        x = np.asarray(x, dtype=np.float64)
+        return float(np.abs(x / x.sum() - self.ref).sum())
+
+    def add(self, tool: str, device: str, timing: dict[str, Any], kind: str,
+            **extra: Any) -> None:
+        """Record one measurement of ``tool`` (``params=`` extra parameters, the rest
+        metrics)."""
+        base = {"graph": self.path.name.split(".")[0], "nodes": self.g.n,
+                "edges": self.g.num_edges, "alpha": ALPHA}
+        m = self.ctx.record(f"{tool} {kind}", timing, device=device,
+                            params={**base, "tool": tool, "kind": kind,
+                                    **extra.pop("params", {})}, metrics=extra)
+        self.rows.append(m)
+
+
 def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
+    """Every tool on the graph at ``path``: webrank on each device and dtype, then the
+    baselines installed here (each times its build, solve and, where it reads files,
+    its end-to-end run)."""
     import webrank
 
-    name = path.name.split(".")[0]
-    stderr_progress(f"baselines: {name}")
+    stderr_progress(f"baselines: {path.name.split('.')[0]}")
     g = webrank.load(path)
-    ref = ctx.reference(g, ALPHA)
-    base = {"graph": name, "nodes": g.n, "edges": g.num_edges, "alpha": ALPHA}
-    rows: list[dict[str, Any]] = []
+    run = _Run(ctx, path, g, ctx.reference(g, ALPHA),
+               ctx.optional("pandas", "end-to-end times of SciPy, igraph, scikit-network"))
+    for tool in (_webrank, _scipy, _networkx, _igraph, _graphblas, _networkit, _sknetwork,
+                 _gpu):
+        tool(run)
+    return run.rows
 
-    def l1(x: Any) -> float:
-        x = np.asarray(x, dtype=np.float64)
-        return float(np.abs(x / x.sum() - ref).sum())
 
-    def add(tool: str, device: str, timing: dict[str, Any], kind: str, **extra: Any) -> None:
-        m = ctx.record(f"{tool} {kind}", timing, device=device,
-                       params={**base, "tool": tool, "kind": kind,
-                               **extra.pop("params", {})}, metrics=extra)
-        rows.append(m)
+def _webrank(run: _Run) -> None:
+    """webrank: the parse and build, then each device and dtype's solve and end-to-end run."""
+    import webrank
 
-    # -- webrank -------------------------------------------------------------------------
+    ctx, path, g, add, l1 = run.ctx, run.path, run.g, run.add, run.l1
     _, t = ctx.time(lambda: webrank.load(path))
     add("webrank", "cpu", t, "parse+build")
     for device in ctx.devices:
@@ -238,8 +268,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
                     webrank.load(path), alpha=ALPHA, tol=TOL, device=d), device=device)
                 add(tool, device, t, "end-to-end")
 
-    # -- plain SciPy loop and pandas parsing --------------------------------------------
-    pandas = ctx.optional("pandas", "end-to-end times of SciPy, igraph, scikit-network")
+
+def _scipy(run: _Run) -> None:
+    """A plain SciPy power loop (and, with pandas, its file-to-ranks run)."""
+    ctx, path, g, add, l1, pandas = run.ctx, run.path, run.g, run.add, run.l1, run.pandas
     a = g.to_scipy()
     (x, it), t = ctx.time(lambda: scipy_power(a, g.out_weight, TOL))
     add("SciPy power", "cpu", t, "solve", iterations=it, l1_error=l1(x),
@@ -256,7 +288,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
         _, t = ctx.time(scipy_e2e)
         add("SciPy power", "cpu", t, "end-to-end")
 
-    # -- networkx -------------------------------------------------------------------------
+
+def _networkx(run: _Run) -> None:
+    """networkx: the DiGraph build, both tolerance rules, and the end-to-end run."""
+    ctx, path, g, add, l1 = run.ctx, run.path, run.g, run.add, run.l1
     nx = ctx.optional("networkx")
     if nx is not None:
         src, dst, _ = g.edges()
@@ -283,7 +318,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
         _, t = ctx.time(nx_e2e)
         add("networkx (N·tol rule)", "cpu", t, "end-to-end")
 
-    # -- igraph (PRPACK) ------------------------------------------------------------------
+
+def _igraph(run: _Run) -> None:
+    """igraph's PRPACK: build, solve and (with pandas) the end-to-end run."""
+    ctx, path, g, add, l1, pandas = run.ctx, run.path, run.g, run.add, run.l1, run.pandas
     igraph = ctx.optional("igraph", "igraph (PRPACK)")
     if igraph is not None:
         src, dst, _ = g.edges()
@@ -304,7 +342,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
             _, t = ctx.time(igraph_e2e)
             add("igraph PRPACK", "cpu", t, "end-to-end")
 
-    # -- SuiteSparse:GraphBLAS (python-graphblas) -----------------------------------------
+
+def _graphblas(run: _Run) -> None:
+    """SuiteSparse:GraphBLAS through python-graphblas: build and power solve."""
+    ctx, g, add, l1 = run.ctx, run.g, run.add, run.l1
     gb = ctx.optional("graphblas", "SuiteSparse:GraphBLAS (python-graphblas)")
     if gb is not None:
         a_gb, t = ctx.time(lambda: graphblas_matrix(gb, g))
@@ -313,7 +354,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
         add("GraphBLAS power", "cpu", t, "solve", iterations=it, l1_error=l1(x),
             params={"tol": TOL, "criterion": "l1"})
 
-    # -- NetworKit --------------------------------------------------------------------------
+
+def _networkit(run: _Run) -> None:
+    """NetworKit: build and solve."""
+    ctx, g, add, l1 = run.ctx, run.g, run.add, run.l1
     nk = ctx.optional("networkit", "NetworKit")
     if nk is not None:
         nk.setLogLevel("ERROR")
@@ -336,7 +380,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
         x, t = ctx.time(nk_solve)
         add("NetworKit", "cpu", t, "solve", l1_error=l1(x), params={"tol": TOL})
 
-    # -- scikit-network -------------------------------------------------------------------
+
+def _sknetwork(run: _Run) -> None:
+    """scikit-network's power iteration: solve and (with pandas) the end-to-end run."""
+    ctx, path, g, add, l1, pandas = run.ctx, run.path, run.g, run.add, run.l1, run.pandas
     skn = ctx.optional("sknetwork.ranking", "scikit-network")
     if skn is not None:
         # rows = sources for scikit-network; webrank's CSR has rows = targets
@@ -367,7 +414,10 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
             _, t = ctx.time(skn_e2e)
             add("scikit-network", "cpu", t, "end-to-end")
 
-    # -- GPU baselines --------------------------------------------------------------------
+
+def _gpu(run: _Run) -> None:
+    """The GPU baselines: Praveen et al.'s cuSPARSE loop and, where installed, cuGraph."""
+    ctx, g, add, l1 = run.ctx, run.g, run.add, run.l1
     if ctx.has("gpu"):
         import cupy as cp
 
@@ -379,7 +429,6 @@ def _bench_graph(ctx: BenchContext, path: Path) -> list[dict[str, Any]]:
             _bench_cugraph(ctx, cugraph, g, add, l1)
     else:
         ctx.skip("cuSPARSE and cuGraph baselines", "GPU not measured in this run")
-    return rows
 
 
 def _bench_cugraph(ctx: BenchContext, cugraph: Any, g: Any, add: Any, l1: Any) -> None:
