@@ -417,6 +417,23 @@ def _frontier_choice(frontier: Any, backend: str) -> tuple[bool, str]:
                             else "no frontier phase (asked)")
 
 
+def _gpus_for_steps(previous: PageRankResult, new: Graph, gpus: int | None,
+                    force: bool, device: str, dtype: str) -> tuple[int, dict[str, Any]]:
+    """The GPUs :func:`update`'s steps run on, and the ``info`` entries that say why:
+    ``gpus`` (default: as many as the previous run asked for, where ``device`` allows
+    GPUs), checked as :func:`webrank.pagerank` checks it, then brought down to as many
+    as pay for the new graph unless ``force``."""
+    if gpus is None:
+        gpus = int(previous.info.get("gpus_asked", 1)) if device != "cpu" else 1
+    gpus = check_gpus(gpus, device, "power", {})
+    if gpus == 1:
+        return 1, {}
+    from webrank.distributed.run import gpus_for
+
+    used, reason = gpus_for(new, gpus, dtype, force=force)
+    return used, {"gpus_asked": gpus, "gpus_reason": reason, "gpus": used}
+
+
 def update(
     previous_result: PageRankResult,
     graph: Graph | None = None,
@@ -525,23 +542,14 @@ def update(
     dtype = previous_result.dtype
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     _check_update_options(tol, frontier, frontier_tol, max_frontier_fraction)
-    if gpus is None:  # as the previous run asked, where this call may use GPUs
-        gpus = int(previous_result.info.get("gpus_asked", 1)) if device != "cpu" else 1
-    gpus = check_gpus(gpus, device, "power", {})
 
     t0 = time.perf_counter()
     edit = _resolve_edit(old, added_edges, removed_edges)
     new = edit.new_graph
     v = as_distribution(personalization, new, "personalization")
     d = as_distribution(dangling, new, "dangling")
+    gpus, gpus_info = _gpus_for_steps(previous_result, new, gpus, force_gpus, device, dtype)
     backend = "gpu" if gpus > 1 else resolve_device(device)
-    gpus_info: dict[str, Any] = {}
-    if gpus > 1:  # where fewer GPUs are faster for the new graph, it runs on fewer
-        from webrank.distributed.run import gpus_for
-
-        gpus_info["gpus_asked"] = gpus
-        gpus, gpus_info["gpus_reason"] = gpus_for(new, gpus, dtype, force=force_gpus)
-        gpus_info["gpus"] = gpus
     t_edit = time.perf_counter() - t0
     frontier, choice = _frontier_choice(frontier, backend)
 
