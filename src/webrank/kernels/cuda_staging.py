@@ -139,17 +139,21 @@ class Staging:
         with cp.cuda.Device(self.device_id):
             stream = cp.cuda.get_current_stream()
             pending: tuple[int, int, int] | None = None  # (buffer, offset, bytes)
-            for k, offset in enumerate(range(0, total, step)):
-                size, b = min(step, total - offset), k % 2
-                cp.cuda.runtime.memcpyAsync(self.slices[b].ctypes.data, x.data.ptr + offset,
-                                            size, cp.cuda.runtime.memcpyDeviceToHost,
-                                            stream.ptr)
-                self.done[b].record(stream)
+            try:
+                for k, offset in enumerate(range(0, total, step)):
+                    size, b = min(step, total - offset), k % 2
+                    cp.cuda.runtime.memcpyAsync(
+                        self.slices[b].ctypes.data, x.data.ptr + offset, size,
+                        cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+                    self.done[b].record(stream)
+                    if pending is not None:
+                        self._land(pending, out, copy_bytes, threads)
+                    pending = (b, offset, size)
                 if pending is not None:
                     self._land(pending, out, copy_bytes, threads)
-                pending = (b, offset, size)
-            if pending is not None:
-                self._land(pending, out, copy_bytes, threads)
+            except BaseException:
+                stream.synchronize()  # no copy into the buffers outlives the call
+                raise
 
     def copy_up(self, host: np.ndarray, x: Any, threads: int | None = None) -> None:
         """Copy ``host`` (C-contiguous) into the contiguous device array ``x`` of as many
@@ -163,17 +167,18 @@ class Staging:
         total, step = int(src.size), self.step
         with cp.cuda.Device(self.device_id):
             stream = cp.cuda.get_current_stream()
-            for k, offset in enumerate(range(0, total, step)):
-                size, b = min(step, total - offset), k % 2
-                if k >= 2:
-                    self.done[b].synchronize()  # its slice k - 2 has gone up
-                copy_bytes(self.slices[b][:size], src[offset:offset + size], threads)
-                cp.cuda.runtime.memcpyAsync(x.data.ptr + offset, self.slices[b].ctypes.data,
-                                            size, cp.cuda.runtime.memcpyHostToDevice,
-                                            stream.ptr)
-                self.done[b].record(stream)
-            for event in self.done[:min(2, -(-total // step))]:
-                event.synchronize()
+            try:
+                for k, offset in enumerate(range(0, total, step)):
+                    size, b = min(step, total - offset), k % 2
+                    if k >= 2:
+                        self.done[b].synchronize()  # its slice k - 2 has gone up
+                    copy_bytes(self.slices[b][:size], src[offset:offset + size], threads)
+                    cp.cuda.runtime.memcpyAsync(
+                        x.data.ptr + offset, self.slices[b].ctypes.data, size,
+                        cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+                    self.done[b].record(stream)
+            finally:
+                stream.synchronize()  # the buffers free again (no copy outlives the call)
 
     def _land(self, pending: tuple[int, int, int], out: np.ndarray, copy_bytes: Any,
               threads: int | None) -> None:
