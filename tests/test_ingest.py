@@ -175,7 +175,7 @@ def test_canonical_files_take_the_parallel_parse(tmp_path, parallel, monkeypatch
     def no_pyarrow(*args, **kwargs):
         raise AssertionError("the pyarrow path ran")
 
-    monkeypatch.setattr(edgelist, "_fast_read", no_pyarrow)
+    monkeypatch.setattr(edgelist, "fast_read", no_pyarrow)
     for sep, end in [("\t", "\n"), (",", "\r\n"), (" ", "\n")]:
         p = tmp_path / "g.txt"
         p.write_text("# header comment\n" + "".join(f"{i + 9}{sep}{(i * 7) % 50 + 9}{end}"
@@ -233,7 +233,7 @@ def test_parallel_parse_slots_are_made_only_where_written():
     range's slots resident on 16 threads)."""
     import os
 
-    from webrank.io.edgelist import _sparse_array
+    from webrank.io.edge_parse import sparse_array
 
     def resident_bytes() -> int:  # now, not the peak
         with open("/proc/self/statm") as f:
@@ -241,10 +241,10 @@ def test_parallel_parse_slots_are_made_only_where_written():
 
     if not os.path.exists("/proc/self/statm"):
         pytest.skip("needs /proc (Linux)")
-    a = _sparse_array(1 << 28, np.int32)  # 1 GiB of address space
+    a = sparse_array(1 << 28, np.int32)  # 1 GiB of address space
     assert a.dtype == np.int32 and a.size == 1 << 28 and a.flags.writeable
     before = resident_bytes()
     a[:: 1 << 20] = 7  # one entry every 4 MiB: 256 pages written
     assert int(a[:: 1 << 20].sum()) == 7 * 256 and a[1] == 0
     assert resident_bytes() - before < 64 << 20  # 256 small pages, not 256 huge ones
-    assert _sparse_array(0, np.int64).size == 0
+    assert sparse_array(0, np.int64).size == 0

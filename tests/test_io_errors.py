@@ -89,10 +89,10 @@ def test_hex_id_is_not_an_integer(tmp_path):
 def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
     # a plain file goes to pyarrow as a memory map, searched for x/X a slice at a time
     # beside the parse: an id in the last slice, and one across a slice's end
-    from webrank.io import edgelist
+    from webrank.io import edge_parse, edgelist
     from webrank.io.options import ReadOptions
 
-    monkeypatch.setattr(edgelist._MappedSource, "_SLICE", 64)
+    monkeypatch.setattr(edge_parse.MappedSource, "_SLICE", 64)
     monkeypatch.setattr(edgelist, "PARALLEL_PARSE_BYTES", 1 << 40)  # (not the parallel parse)
     body = GOOD * 20
     for bad in ["0X1F\t2", "7\t0x2"]:
@@ -100,7 +100,7 @@ def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
         with pytest.raises(GraphFormatError, match=f"line {1001}"):
             edgelist.read_edge_columns(p, options=ReadOptions(device=device))
     # a search slower than the parse still runs to the end of the file
-    search = edgelist._MappedSource._find_hex
+    search = edge_parse.MappedSource._find_hex
 
     def slow_search(self):
         import time
@@ -108,7 +108,7 @@ def test_hex_id_far_into_a_mapped_file(tmp_path, monkeypatch, device):
         time.sleep(0.3)
         search(self)
 
-    monkeypatch.setattr(edgelist._MappedSource, "_find_hex", slow_search)
+    monkeypatch.setattr(edge_parse.MappedSource, "_find_hex", slow_search)
     p = write(tmp_path / "g.txt", body + "7\t0x2\n" + GOOD)
     with pytest.raises(GraphFormatError, match="line 1001"):
         edgelist.read_edge_columns(p, options=ReadOptions(device=device))

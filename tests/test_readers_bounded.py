@@ -19,7 +19,7 @@ from package_path import WEBRANK_PATH
 
 import webrank
 from webrank.errors import GraphFormatError, InputWarning
-from webrank.io import edgelist
+from webrank.io import edge_parse, edgelist
 
 SRC = WEBRANK_PATH
 LONG = 3 << 20  # a line of 3 MiB: over the 1 MiB cap
@@ -64,7 +64,7 @@ def test_a_long_line_after_the_first_edge_is_refused_on_every_path(tmp_path, mon
             webrank.load(p, labels=labels)
         assert e.value.line == 2 and e.value.text.startswith(body[:20].decode())
     # the exact line scanner (taken where pyarrow cannot parse a file) refuses it too
-    monkeypatch.setattr(edgelist, "_fast_read", lambda *a, **k: None)
+    monkeypatch.setattr(edgelist, "fast_read", lambda *a, **k: None)
     monkeypatch.setattr(edgelist, "_refuse_long_lines", lambda *a: None)
     for labels in ("int", "string"):
         with pytest.raises(GraphFormatError, match=r"line 2: no line end in 1 MiB"):
@@ -203,7 +203,7 @@ def _edges(g) -> list:
 @pytest.mark.parametrize("path", ["fast", "exact"])
 def test_quoted_csv_as_python_csv_and_pandas_write_it(tmp_path, monkeypatch, path):
     if path == "exact":
-        monkeypatch.setattr(edgelist, "_fast_read", lambda *a, **k: None)
+        monkeypatch.setattr(edgelist, "fast_read", lambda *a, **k: None)
     a, b, c = "http://a.example/x,y", 'http://b.example/say"hi"', "two\nlines"
     rows = [(a, b, 1.5), (b, a, 2.0), (b, c, 0.5), (c, "d", 1.0)]
     for name in ("links.csv", "links.csv.gz"):
@@ -228,7 +228,7 @@ def test_quoted_csv_as_python_csv_and_pandas_write_it(tmp_path, monkeypatch, pat
     rows = [(f"n{i % 7}" if i % 9 else f"x{i}\ny{i}", f"m{i % 5}") for i in range(300)]
     p = _csv_file(tmp_path / "multi.csv", rows, header=("source", "target"), end="\n")
     for block in (97, 256, 1000):
-        monkeypatch.setattr(edgelist, "_BLOCK", block)
+        monkeypatch.setattr(edge_parse, "_BLOCK", block)
         assert _edges(webrank.load(p, labels="string", header=True)) == [
             (a, b, None) for a, b in sorted(set(rows))], block
     # outside .csv files quotes stay literal
