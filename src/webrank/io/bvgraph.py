@@ -77,6 +77,7 @@ References
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -306,33 +307,21 @@ def _check_claims(n: int, m: int, nbytes: int, prop_path: str, graph_path: str) 
                f"nodes and {m:,} arcs", "are the properties right?", path=prop_path)
 
 
-def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
-    """Decode BASENAME.graph + BASENAME.properties (a WebGraph ``BVGraph``, version 0).
+@dataclass(frozen=True)
+class _Properties:
+    """The checked properties of a BVGraph (those the decoder takes)."""
 
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The basename, ``BASENAME.graph`` or ``BASENAME.properties``.
+    n: int
+    m: int
+    window: int
+    minint: int
+    k: int
+    codes: dict[str, int]
 
-    Returns
-    -------
-    src, dst : numpy.ndarray of int64
-        The arcs in the file's order: ``src`` non-decreasing, the successors of each node
-        strictly increasing (as BVGraph stores them).
-    num_nodes : int
-        The ``nodes`` property.
 
-    Raises
-    ------
-    GraphFormatError
-        A file is missing, the properties are invalid or name an unsupported graph class,
-        format version or compression flag, or the bit stream is truncated or corrupt
-        (e.g. a successor out of range, or an arc count different from ``arcs``).
-    """
-    base = _basename(path)
-    prop_path = base + ".properties"
-    graph_path = base + ".graph"
-
+def _read_properties(prop_path: str) -> _Properties:
+    """BASENAME.properties read and checked: a version-0 ``BVGraph`` with codes and sizes
+    the decoder takes (GraphFormatError naming the file and the property otherwise)."""
     try:
         text = Path(prop_path).read_bytes().decode("latin-1")
     except FileNotFoundError:
@@ -375,8 +364,12 @@ def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
         )
     if n >= 1 << 62 or m >= 1 << 62:
         raise GraphFormatError("BVGraph 'nodes'/'arcs' too large", path=prop_path)
+    return _Properties(n, m, window, minint, k, codes)
 
-    # The file's bytes followed by 8 zero bytes (read in place, no second copy).
+
+def _read_graph_bytes(graph_path: str) -> tuple[np.ndarray, int]:
+    """``(buffer, bytes read)``: BASENAME.graph's bytes followed by 8 zero bytes (the
+    decoder reads 64 bits at a time), read in place (no second copy)."""
     try:
         with open(graph_path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -392,54 +385,77 @@ def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
         raise GraphFormatError("BVGraph graph file not found", path=graph_path) from None
     except OSError as e:
         raise GraphFormatError(f"cannot read BVGraph graph file: {e}", path=graph_path) from None
-    nbits = 8 * got
-    _check_claims(n, m, got, prop_path, graph_path)
+    return buf, got
 
-    src = np.empty(m, dtype=np.int64)
-    dst = np.empty(m, dtype=np.int64)
-    start = np.zeros(n + 1, dtype=np.int64)
-    err, node, value, written, bitpos = lib.bvgraph_decode(
-        buf,
-        nbits,
-        n,
-        m,
-        window,
-        minint,
-        k,
-        codes["OUTDEGREES"],
-        codes["REFERENCES"],
-        codes["BLOCK_COUNT"],
-        codes["BLOCKS"],
-        codes["RESIDUALS"],
-        src,
-        dst,
-        start,
-    )
-    err, node, value, written, bitpos = (int(err), int(node), int(value), int(written), int(bitpos))
-    if err == _E_TRUNCATED or bitpos > nbits:
+
+def _decode_error(err: int, node: int, value: int, written: int, p: _Properties) -> str:
+    """What the decoder's error code ``err`` found, in words."""
+    n, m, window = p.n, p.m, p.window
+    return {
+        _E_TOO_MANY_ARCS: (
+            f"node {node} has outdegree {value}, but only {m - written} of the {m} arcs "
+            "declared by the 'arcs' property are left"
+        ),
+        _E_BAD_REFERENCE: (
+            f"node {node} refers to node {node} - {value}, outside the window "
+            f"(windowsize={window})"
+        ),
+        _E_BAD_BLOCKS: f"copy blocks of node {node} do not fit its reference list or outdegree",
+        _E_BAD_INTERVALS: f"intervals of node {node} do not fit its outdegree",
+        _E_OUT_OF_RANGE: f"successor {value} of node {node} is out of range [0, {n})",
+        _E_NOT_INCREASING: (
+            f"successor list of node {node} is not strictly increasing "
+            f"(repeated successor {value})"
+        ),
+        _E_TOO_FEW_ARCS: f"decoded {written} arcs, but the 'arcs' property says {m}",
+    }[err]
+
+
+def read_bvgraph(path) -> tuple[np.ndarray, np.ndarray, int]:
+    """Decode BASENAME.graph + BASENAME.properties (a WebGraph ``BVGraph``, version 0).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The basename, ``BASENAME.graph`` or ``BASENAME.properties``.
+
+    Returns
+    -------
+    src, dst : numpy.ndarray of int64
+        The arcs in the file's order: ``src`` non-decreasing, the successors of each node
+        strictly increasing (as BVGraph stores them).
+    num_nodes : int
+        The ``nodes`` property.
+
+    Raises
+    ------
+    GraphFormatError
+        A file is missing, the properties are invalid or name an unsupported graph class,
+        format version or compression flag, or the bit stream is truncated or corrupt
+        (e.g. a successor out of range, or an arc count different from ``arcs``).
+    """
+    base = _basename(path)
+    prop_path, graph_path = base + ".properties", base + ".graph"
+    p = _read_properties(prop_path)
+    buf, got = _read_graph_bytes(graph_path)
+    _check_claims(p.n, p.m, got, prop_path, graph_path)
+    src = np.empty(p.m, dtype=np.int64)
+    dst = np.empty(p.m, dtype=np.int64)
+    start = np.zeros(p.n + 1, dtype=np.int64)
+    codes = p.codes
+    status = lib.bvgraph_decode(
+        buf, 8 * got, p.n, p.m, p.window, p.minint, p.k, codes["OUTDEGREES"],
+        codes["REFERENCES"], codes["BLOCK_COUNT"], codes["BLOCKS"], codes["RESIDUALS"],
+        src, dst, start)
+    err, node, value, written, bitpos = (int(v) for v in status)
+    if err == _E_TRUNCATED or bitpos > 8 * got:
         raise GraphFormatError(
             f"truncated BVGraph data: the file ends ({got} bytes) while decoding "
-            f"the successors of node {node} (of {n} nodes)",
+            f"the successors of node {node} (of {p.n} nodes)",
             path=graph_path,
         )
     if err != _OK:
-        what = {
-            _E_TOO_MANY_ARCS: (
-                f"node {node} has outdegree {value}, but only {m - written} of the {m} arcs "
-                "declared by the 'arcs' property are left"
-            ),
-            _E_BAD_REFERENCE: (
-                f"node {node} refers to node {node} - {value}, outside the window "
-                f"(windowsize={window})"
-            ),
-            _E_BAD_BLOCKS: f"copy blocks of node {node} do not fit its reference list or outdegree",
-            _E_BAD_INTERVALS: f"intervals of node {node} do not fit its outdegree",
-            _E_OUT_OF_RANGE: f"successor {value} of node {node} is out of range [0, {n})",
-            _E_NOT_INCREASING: (
-                f"successor list of node {node} is not strictly increasing "
-                f"(repeated successor {value})"
-            ),
-            _E_TOO_FEW_ARCS: f"decoded {written} arcs, but the 'arcs' property says {m}",
-        }[err]
+        what = _decode_error(err, node, value, written, p)
         raise GraphFormatError(f"corrupt BVGraph data: {what}", path=graph_path)
+    n = p.n
     return src, dst, n
