@@ -225,36 +225,13 @@ def build_csr(
     count_dtype = np.int32 if m < _INT32_LIMIT else np.int64
     out_links = np.zeros(num_ids if count_out else 0, count_dtype)
     edge_runs = np.zeros((chunks, 2), np.int64)
-    node_ids = newid = None
-    n = num_ids
-    if appear:
-        node_ids = np.flatnonzero(present)
-        del present
-        n = node_ids.size
-        if n < num_ids:
-            newid = np.zeros(num_ids, np.int32)
-            newid[node_ids] = np.arange(n, dtype=np.int32)
-        else:
-            node_ids = None
+    node_ids, newid = _numbering(present, num_ids) if appear else (None, None)
+    del present
+    n = num_ids if node_ids is None else node_ids.size
     ids = np.zeros(0, np.int32) if newid is None else newid
-
-    # fine buckets grouped into coarse ones of about equal edge counts: fine bucket f
-    # goes to the coarse bucket where the running edge count before it falls
-    per_fine = fine.sum(axis=0)
-    nbuckets = int(min(nfine, max(4 * threads, -(-m // _BUCKET_EDGES))))
-    coarse_of = np.minimum((np.cumsum(per_fine) - per_fine) * nbuckets // max(m, 1),
-                           nbuckets - 1)
-    # (renumbered 0, 1, ... where it changes: a huge fine bucket leaves no empty ones)
-    coarse_of = np.concatenate(([0], np.cumsum(np.diff(coarse_of) > 0))).astype(np.int32)
-    nbuckets = int(coarse_of[-1]) + 1
-    first_fine = np.flatnonzero(np.diff(coarse_of, prepend=-1))  # of each coarse bucket
-    id_start = np.append(first_fine.astype(np.int64) << shift, num_ids)
-    # edges per (coarse bucket, chunk); each bucket's region holds chunk 0's edges, then
-    # chunk 1's, ...: file order
-    per_bucket = np.add.reduceat(fine, first_fine, axis=1).T.ravel()
+    coarse_of, id_start, cursor = _coarse_buckets(fine, m, threads, shift, num_ids)
     del fine
-    cursor = np.cumsum(per_bucket) - per_bucket
-    cursor = np.ascontiguousarray(cursor.reshape(nbuckets, chunks).T)
+    nbuckets = id_start.size - 1
     bucket_start = np.append(cursor[0], m)
 
     weighted = weight is not None
@@ -304,6 +281,42 @@ def build_csr(
     else:  # serial: the same float64 sums, in the same order, as np.bincount
         out_weight = np.bincount(indices, weights=weights, minlength=n)
     return indptr, indices, weights, out_weight, node_ids
+
+
+def _numbering(present: np.ndarray, num_ids: int) -> tuple[np.ndarray | None,
+                                                               np.ndarray | None]:
+    """``(node_ids, newid)`` of ``node_ids="appear"``: the ids that occur (ascending) and
+    each id's node number (int32); ``(None, None)`` where every id occurs."""
+    node_ids = np.flatnonzero(present)
+    if node_ids.size == num_ids:
+        return None, None
+    newid = np.zeros(num_ids, np.int32)
+    newid[node_ids] = np.arange(node_ids.size, dtype=np.int32)
+    return node_ids, newid
+
+
+def _coarse_buckets(fine: np.ndarray, m: int, threads: int, shift: int, num_ids: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fine buckets (target ids ``>> shift``; ``fine``: edges per chunk and fine
+    bucket) grouped into coarse buckets of about equal edge counts, a few per thread:
+    ``(coarse_of, id_start, cursor)`` — each fine bucket's coarse bucket, each coarse
+    bucket's first id (and ``num_ids`` after the last), and where each (chunk, bucket)
+    pair's edges start in the scattered keys (each bucket's region holds chunk 0's
+    edges, then chunk 1's, ...: file order)."""
+    chunks, nfine = fine.shape
+    per_fine = fine.sum(axis=0)
+    nbuckets = int(min(nfine, max(4 * threads, -(-m // _BUCKET_EDGES))))
+    # fine bucket f goes to the coarse bucket where the running edge count before it falls
+    coarse_of = np.minimum((np.cumsum(per_fine) - per_fine) * nbuckets // max(m, 1),
+                           nbuckets - 1)
+    # (renumbered 0, 1, ... where it changes: a huge fine bucket leaves no empty ones)
+    coarse_of = np.concatenate(([0], np.cumsum(np.diff(coarse_of) > 0))).astype(np.int32)
+    nbuckets = int(coarse_of[-1]) + 1
+    first_fine = np.flatnonzero(np.diff(coarse_of, prepend=-1))  # of each coarse bucket
+    id_start = np.append(first_fine.astype(np.int64) << shift, num_ids)
+    per_bucket = np.add.reduceat(fine, first_fine, axis=1).T.ravel()
+    cursor = np.cumsum(per_bucket) - per_bucket
+    return coarse_of, id_start, np.ascontiguousarray(cursor.reshape(nbuckets, chunks).T)
 
 
 def csr_from_chunks(
