@@ -229,6 +229,33 @@ def _harmonic_ritz_basis(hbar: np.ndarray, rho: np.ndarray, k: int) -> np.ndarra
     return q
 
 
+def _arnoldi_column(op: Any, basis: Any, j: int) -> tuple[Any, np.ndarray, float, bool]:
+    """One Arnoldi step on ``K = alpha M`` from basis vector ``j``: ``(w, col, w_norm,
+    twice)``, ``w`` the new direction orthogonalised against ``basis[: j + 1]``
+    (classical Gram-Schmidt, repeated where more than ``_REORTH`` of the norm cancels),
+    ``col`` column ``j`` of the Hessenberg matrix of ``A = I - K`` (``j + 2`` entries, the
+    last ``-||w||``), ``w_norm`` the norm before orthogonalising, ``twice`` whether it ran
+    twice."""
+    w = _link_product(op, basis[j])
+    w_norm = op.norm(w, "l2")
+    v_j = basis[: j + 1]
+    h = op.project(v_j, w)
+    op.add_combination(v_j, h, w, -1.0)
+    h_next = op.norm(w, "l2")
+    twice = h_next < _REORTH * w_norm
+    if twice:  # cancellation: orthogonalise once more
+        h2 = op.project(v_j, w)
+        op.add_combination(v_j, h2, w, -1.0)
+        h += h2
+        h_next = op.norm(w, "l2")
+    # column j of the matrix of A = I - K from that of K
+    col = np.zeros(j + 2)
+    col[: j + 1] = -h
+    col[j] += 1.0
+    col[j + 1] = -h_next
+    return w, col, w_norm, bool(twice)
+
+
 @register("gmres")
 def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
           callback: Any = None, restart: int = DEFAULT_RESTART,
@@ -307,23 +334,9 @@ def gmres(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
         estimate = lsq.residual_norm() * ratio
         breakdown = False
         for j in range(kept, min(m, kept + max_iter - run.iterations)):
-            w = _link_product(op, basis[j])
-            w_norm = op.norm(w, "l2")
-            v_j = basis[: j + 1]
-            h = op.project(v_j, w)
-            op.add_combination(v_j, h, w, -1.0)
-            h_next = op.norm(w, "l2")
-            if h_next < _REORTH * w_norm:  # cancellation: orthogonalise once more
-                reorthogonalisations += 1
-                h2 = op.project(v_j, w)
-                op.add_combination(v_j, h2, w, -1.0)
-                h += h2
-                h_next = op.norm(w, "l2")
-            # column j of the matrix of A = I - K from that of K
-            col = np.zeros(j + 2)
-            col[: j + 1] = -h
-            col[j] += 1.0
-            col[j + 1] = -h_next
+            w, col, w_norm, twice = _arnoldi_column(op, basis, j)
+            h_next = -col[j + 1]
+            reorthogonalisations += twice
             hbar[: j + 2, j] = col
             estimate = lsq.add(col) * ratio
             run.record(estimate)
