@@ -127,7 +127,7 @@ from webrank.backends import (
 from webrank.build import out_link_csr
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, as_id_array, index_dtype
-from webrank.ranking import as_distribution, check_gpus, check_scalar_args, merged_info
+from webrank.ranking import as_distribution, check_scalar_args, gpus_for_call, merged_info
 from webrank.result import PageRankResult
 from webrank.solvers import in_epochs
 
@@ -417,23 +417,6 @@ def _frontier_choice(frontier: Any, backend: str) -> tuple[bool, str]:
                             else "no frontier phase (asked)")
 
 
-def _gpus_for_steps(previous: PageRankResult, new: Graph, gpus: int | None,
-                    force: bool, device: str, dtype: str) -> tuple[int, dict[str, Any]]:
-    """The GPUs :func:`update`'s steps run on, and the ``info`` entries that say why:
-    ``gpus`` (default: as many as the previous run asked for, where ``device`` allows
-    GPUs), checked as :func:`webrank.pagerank` checks it, then brought down to as many
-    as pay for the new graph unless ``force``."""
-    if gpus is None:
-        gpus = int(previous.info.get("gpus_asked", 1)) if device != "cpu" else 1
-    gpus = check_gpus(gpus, device, "power", {})
-    if gpus == 1:
-        return 1, {}
-    from webrank.distributed.run import gpus_for
-
-    used, reason = gpus_for(new, gpus, dtype, force=force)
-    return used, {"gpus_asked": gpus, "gpus_reason": reason, "gpus": used}
-
-
 def update(
     previous_result: PageRankResult,
     graph: Graph | None = None,
@@ -548,7 +531,10 @@ def update(
     new = edit.new_graph
     v = as_distribution(personalization, new, "personalization")
     d = as_distribution(dangling, new, "dangling")
-    gpus, gpus_info = _gpus_for_steps(previous_result, new, gpus, force_gpus, device, dtype)
+    if gpus is None:  # as many as the previous run asked for, where GPUs may run
+        gpus = int(previous_result.info.get("gpus_asked", 1)) if device != "cpu" else 1
+    gpus, gpus_info = gpus_for_call(new, gpus, force=force_gpus, device=device,
+                                    method="power", dtype=dtype)
     backend = "gpu" if gpus > 1 else resolve_device(device)
     t_edit = time.perf_counter() - t0
     frontier, choice = _frontier_choice(frontier, backend)

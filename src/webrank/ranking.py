@@ -173,89 +173,43 @@ def pagerank(
        2004 (dangling nodes and personalization).
     """
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
-    if tol == 0:
-        if method == "auto":
-            method = "power"
-        if method not in UNTIL_UNCHANGED_METHODS:
-            raise ValueError("tol=0 (iterate until nothing changes) runs with method "
-                             f"{' or '.join(map(repr, UNTIL_UNCHANGED_METHODS))}, not "
-                             f"{method!r}")
-    loose = sorted(set(options) & set(ENGINE_OPTION_NAMES))
-    if loose:
-        raise ValueError(f"engine tuning goes in engine_options: pass "
-                         f"engine_options={{{', '.join(repr(k) + ': ...' for k in loose)}}}, "
-                         f"not {', '.join(loose)}= as keywords")
-    if engine_options:
-        tuning = set(ENGINE_OPTION_NAMES)
-        unknown = sorted(set(engine_options) - tuning)
-        if unknown:
-            raise ValueError(f"unknown engine options {unknown}; the engines take "
-                             f"{', '.join(sorted(tuning))}")
-        twice = sorted(set(engine_options) & set(options))
-        if twice:
-            raise ValueError(f"options {twice} given both as keywords and in engine_options")
-        options = {**options, **engine_options}
+    method = _method_for_tol(method, tol)
+    options = _with_engine_options(options, engine_options)
     spec = solver_spec(method)
-    solve = spec.solve
-    _check_options(method, solve, options)
+    _check_options(method, spec.solve, options)
     if not isinstance(graph, Graph) and device != "cpu":
         start_gpu_warmup()  # CUDA's start overlaps with reading the file
     graph = prepare_graph(graph, weight, allow_empty=True)
-    n = graph.n
-    if n == 0:  # nothing to rank: an empty ranking, as igraph's
+    if graph.n == 0:  # nothing to rank: an empty ranking, as igraph's
         return empty_result(graph, alpha=alpha, tol=tol, criterion=criterion, dtype=dtype,
                             method=method)
     v = as_distribution(personalization, graph, "personalization")
     d = as_distribution(dangling, graph, "dangling")
     x0 = as_distribution(nstart, graph, "nstart")
-
-    gpus = check_gpus(options.pop("gpus", None), device, method, options)
-    force_gpus = bool(options.pop("force_gpus", False))
-    gpus_note = None
-    if gpus > 1:  # where one GPU holds the graph and is faster, it runs there
-        from webrank.distributed.run import gpus_for
-
-        gpus_asked = gpus
-        gpus, gpus_note = gpus_for(graph, gpus, dtype, force=force_gpus)
+    gpus, gpus_info = gpus_for_call(graph, options.pop("gpus", None),
+                                    force=bool(options.pop("force_gpus", False)),
+                                    device=device, method=method, dtype=dtype,
+                                    options=options)
     backend = _solver_device(spec, device)
     if graph.on_gpu and backend == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
-    kind = spec.operator or backend  # the hybrid method has an operator of its own
     t0 = time.perf_counter()
-    if gpus > 1:  # several GPUs of this host, driven from this process (webrank.distributed)
-        from webrank.distributed.run import multi_gpu_operator
-
-        backend_opts = _backend_options(options, kind)
-        op = multi_gpu_operator(graph, gpus, alpha, v, d, dtype,
-                                check_every=backend_opts.get("check_every", 16),
-                                engine=backend_opts.get("engine", "auto"))
-    else:
-        op = make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
-                           dtype=dtype, **_backend_options(options, kind))
+    # (the hybrid method has an operator of its own)
+    op = _operator(graph, gpus, spec.operator or backend, alpha, v, d, dtype, options)
     op.require(spec.requires, method)
     # the uniform start is made where it is used (no n-vector copy to the device)
-    x0_dev = op.full(1.0 / n) if x0 is None else op.asarray(x0)
+    x0_dev = op.full(1.0 / graph.n) if x0 is None else op.asarray(x0)
     op.prepare_steps()
     op.synchronize()
     t1 = time.perf_counter()
     with op.solving():
-        out = solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
-                    callback=callback, **options)
+        out = spec.solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
+                         callback=callback, **options)
     op.synchronize()
     t2 = time.perf_counter()
-
-    x = out.x
-    on_device = op.on_device
-    if on_device and not out.normalized:  # normalise where the vector is: one pass there
-        x = op.normalized(x)
-    scores = op.to_host(x).astype(np.float64, copy=False)
-    if not on_device and not out.normalized:
-        total = scores.sum()
-        if total > 0:
-            scores /= total  # a fresh array or the solver's own: no copy of n floats
     result = PageRankResult(
-        scores=scores,
+        scores=_scores(op, out),
         iterations=out.iterations,
         converged=out.converged,
         residuals=np.asarray(out.residuals, dtype=np.float64),
@@ -270,15 +224,95 @@ def pagerank(
         setup_time=t1 - t0,
         device_name=device_name(backend),
         graph=graph,
-        info=merged_info(op.info, out.info,
-                         {"gpus": gpus, "gpus_asked": gpus_asked, "gpus_reason": gpus_note}
-                         if gpus_note else {}),
+        info=merged_info(op.info, out.info, gpus_info),
         personalization=v,
         dangling=d,
     )
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result
+
+
+def _method_for_tol(method: str, tol: float) -> str:
+    """The method to run: ``tol=0`` (until nothing changes) takes power's by default and
+    refuses the methods that cannot run to an unchanged vector."""
+    if tol != 0:
+        return method
+    if method == "auto":
+        method = "power"
+    if method not in UNTIL_UNCHANGED_METHODS:
+        raise ValueError("tol=0 (iterate until nothing changes) runs with method "
+                         f"{' or '.join(map(repr, UNTIL_UNCHANGED_METHODS))}, not "
+                         f"{method!r}")
+    return method
+
+
+def _with_engine_options(options: dict[str, Any],
+                         engine_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The call's options with ``engine_options`` added, checked: engine tuning given as
+    loose keywords, an unknown engine option or one given both ways is a ValueError."""
+    loose = sorted(set(options) & set(ENGINE_OPTION_NAMES))
+    if loose:
+        raise ValueError(f"engine tuning goes in engine_options: pass "
+                         f"engine_options={{{', '.join(repr(k) + ': ...' for k in loose)}}}, "
+                         f"not {', '.join(loose)}= as keywords")
+    if not engine_options:
+        return options
+    tuning = set(ENGINE_OPTION_NAMES)
+    unknown = sorted(set(engine_options) - tuning)
+    if unknown:
+        raise ValueError(f"unknown engine options {unknown}; the engines take "
+                         f"{', '.join(sorted(tuning))}")
+    twice = sorted(set(engine_options) & set(options))
+    if twice:
+        raise ValueError(f"options {twice} given both as keywords and in engine_options")
+    return {**options, **engine_options}
+
+
+def gpus_for_call(graph: Graph, gpus: Any, *, force: bool, device: str, method: str,
+                  dtype: str, options: dict[str, Any] | None = None
+                  ) -> tuple[int, dict[str, Any]]:
+    """How many GPUs of this host a call runs on, and the ``info`` entries that say why:
+    ``gpus`` (None: one) checked before any work (:func:`check_gpus`), then, where one
+    GPU holds the graph and is faster, brought down to as many as pay
+    (:func:`webrank.distributed.run.gpus_for`) unless ``force``."""
+    gpus = check_gpus(gpus, device, method, options or {})
+    if gpus == 1:
+        return 1, {}
+    from webrank.distributed.run import gpus_for
+
+    used, reason = gpus_for(graph, gpus, dtype, force=force)
+    return used, {"gpus": used, "gpus_asked": gpus, "gpus_reason": reason}
+
+
+def _operator(graph: Graph, gpus: int, kind: str, alpha: float, v: Any, d: Any, dtype: str,
+              options: dict[str, Any]) -> Any:
+    """The operator of a call: the graph split across ``gpus`` GPUs of this host
+    (:mod:`webrank.distributed`), else ``kind``'s (cpu, gpu or hybrid), its engine
+    options taken out of ``options``."""
+    backend_opts = _backend_options(options, kind)
+    if gpus > 1:
+        from webrank.distributed.run import multi_gpu_operator
+
+        return multi_gpu_operator(graph, gpus, alpha, v, d, dtype,
+                                  check_every=backend_opts.get("check_every", 16),
+                                  engine=backend_opts.get("engine", "auto"))
+    return make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
+                         dtype=dtype, **backend_opts)
+
+
+def _scores(op: Any, out: Any) -> np.ndarray:
+    """The solver's vector as float64 scores on the host, normalised to sum 1 where it
+    is not already (on the device before the copy, one pass there)."""
+    x = out.x
+    if op.on_device and not out.normalized:
+        x = op.normalized(x)
+    scores = op.to_host(x).astype(np.float64, copy=False)
+    if not op.on_device and not out.normalized:
+        total = scores.sum()
+        if total > 0:
+            scores /= total  # a fresh array or the solver's own: no copy of n floats
+    return scores
 
 
 def merged_info(*parts: dict[str, Any]) -> dict[str, Any]:
