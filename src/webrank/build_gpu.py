@@ -107,8 +107,8 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
                "duplicates": duplicates, "name": name}
     if cp is not np and isinstance(src, Chunked) and weight is None:
         # the parallel parse's int32 chunks (a plain file): built where they were parsed,
-        # by the host's parallel build, and the CSR copied up (R-MAT 23 on 16 cores:
-        # parse and build 0.8 s, against 1.7-1.9 s for pyarrow's parse and this build)
+        # by the host's parallel build, and the CSR copied up: faster than pyarrow's parse
+        # and this build, at a third of the host memory (docs/benchmarks.md)
         arrays = host_csr(src, dst, weight, **on_host)
         return None if arrays is None else (_uploaded(arrays, cp) or arrays)
     if cp is not np and weight is not None and m <= HOST_BUILD_EDGES:

@@ -122,8 +122,8 @@ def _warm_gpu() -> None:
         import cupy
 
         # the context and the memory pool (no CuPy operator with a Python scalar runs on
-        # a GPU path: CuPy 14 would import cupyx.scipy.special and SciPy for it, 0.4 s
-        # of interpreter time the main thread's read then waited on)
+        # a GPU path, so cupyx.scipy.special and SciPy, which CuPy 14 imports for one,
+        # are not imported: their import held the interpreter the read needs)
         cupy.zeros(1).sum()
     except Exception:
         pass

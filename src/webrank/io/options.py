@@ -1,10 +1,11 @@
 """The options every graph reader shares: :class:`ReadOptions`.
 
 :func:`webrank.load`, the readers of :mod:`webrank.io` and
-:func:`~webrank.io.frames.graph_from_arrow` take one ``options=ReadOptions(...)`` and,
-for backward compatibility, the same options as keywords (``labels="string"``); each
-reader builds its :class:`ReadOptions` once (:func:`reader_options`), ignores the options
-that do not apply to its format, and builds its graph through :meth:`ReadOptions.graph`.
+:func:`~webrank.io.frames.graph_from_arrow` take one ``options=ReadOptions(...)`` (a
+record to keep and reuse) and the same options as keywords (``labels="string"``, the
+short form of one call; a keyword wins over the record's field); each reader builds its
+:class:`ReadOptions` once (:func:`reader_options`), ignores the options that do not apply
+to its format, and builds its graph through :meth:`ReadOptions.graph`.
 """
 
 from __future__ import annotations

@@ -95,9 +95,8 @@ class BlockLayout(NamedTuple):
 
 
 #: a row costs the sweep about as much as this many links (its loop's mispredicted exit,
-#: six streamed numbers): blocks are cut to equal ``links + ROW_COST * rows``. Measured
-#: on 2 threads: cnr-2000's 2-block sweep 3.8 ms cut by links alone, 3.2 ms with 16;
-#: web-NotreDame 2.5 (8) -> 2.4; 16-32 were within noise of each other.
+#: six streamed numbers): blocks are cut to equal ``links + ROW_COST * rows`` (16 to 32
+#: measured alike; docs/solvers.md, Gauss-Seidel).
 ROW_COST = 16
 
 
