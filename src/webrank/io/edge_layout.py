@@ -241,6 +241,17 @@ def sniff(
             raise GraphFormatError("empty file: no edges", path=name)
         raise GraphFormatError("no edges: the file holds only comments or a header", path=name)
 
+    return buf, _layout(sample, seen, column_names, first, first_line, name=name,
+                        labels=labels, delimiter=delimiter, weighted=weighted, quoted=quoted)
+
+
+def _layout(sample: list[bytes], seen: list[tuple[int, int, bytes]],
+            column_names: list[bytes] | None, first: int, first_line: int, *, name: str,
+            labels: str, delimiter: str | None, weighted: bool | None,
+            quoted: bool) -> Layout:
+    """The layout the sampled data lines show (:func:`sniff` found them): the delimiter
+    (given, or detected below a line of column names), whether that line is a header
+    (where the line below cannot be an edge above it), and the column count, checked."""
     if quoted:  # records: lines joined where a quoted field holds a line break
         sample = _joined_records(sample)
     delim = delimiter
@@ -270,8 +281,7 @@ def sniff(
             "weighted=True but the file has no weight column (2 columns: source target)",
             path=name, line=first_line, text=text,
         )
-    return buf, Layout(first, first_line, delim, ncols, maybe_header,
-                        quoted and delim != " ")
+    return Layout(first, first_line, delim, ncols, maybe_header, quoted and delim != " ")
 
 
 def _joined_records(lines: list[bytes]) -> list[bytes]:
