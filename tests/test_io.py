@@ -530,3 +530,42 @@ def test_numpy_of_reads_arrow_buffers_as_to_numpy(arrow_type):
         np.testing.assert_array_equal(got, want)
     with_null = pa.array([1, None, 3], type=base.type)
     np.testing.assert_array_equal(numpy_of(with_null), with_null.to_numpy(zero_copy_only=False))
+
+
+def test_parquet_int_ids_come_in_a_row_group_at_a_time(tmp_path, monkeypatch):
+    """An unweighted edge table of integer ids is read a row group at a time into int32
+    columns (8 bytes a link, not the table's 16 and its copy's 16): the same graph as
+    the table path; ids past int32's range, negative ids or nulls fall back to the
+    table, whose checks name the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from webrank.io import parquet
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 5000, 20000), rng.integers(0, 5000, 20000)
+    took = []
+    rows_of = parquet._int32_columns
+    monkeypatch.setattr(parquet, "_int32_columns",
+                        lambda *a: took.append(rows_of(*a)) or took[-1])
+    p = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": src, "dst": dst}), p, row_group_size=3000)
+    g, ref = load(p), Graph.from_edges(src, dst)
+    assert took[-1] is not None and took[-1][0].dtype == np.int32
+    for a in ("indptr", "indices", "out_weight", "labels"):
+        x, y = getattr(g, a), getattr(ref, a)
+        assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), a
+    big = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"src": np.append(src, 2**40), "dst": np.append(dst, 7)}), big,
+                   row_group_size=3000)
+    assert load(big).n == ref.n + 1 and took[-1] is None
+    neg = tmp_path / "neg.parquet"
+    pq.write_table(pa.table({"src": np.append(src, -1), "dst": np.append(dst, 7)}), neg,
+                   row_group_size=3000)
+    with pytest.raises(GraphFormatError, match="row 20000: negative node id"):
+        load(neg)
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"src": pa.array([*src[:10].tolist(), None]), "dst": dst[:11]}),
+                   nulls, row_group_size=4)
+    with pytest.raises(GraphFormatError, match="null in row 10"):
+        load(nulls)

@@ -93,6 +93,12 @@ def read_parquet(
     # against the file's bytes: run-length encoding holds any number of equal values.)
     check_claim(pf.metadata.num_rows, "rows", "the file's metadata", path=name,
                 item_bytes=8 * len(wanted) + 32, hint="is it an edge table?")
+    if opts.labels == "int" and not use_w:
+        cols = _int32_columns(pf, src_col, dst_col)
+        if cols is not None:  # (else the table below, whose checks name a bad row)
+            if progress is not None:
+                progress(total, total)
+            return opts.graph(*cols)
     try:
         table = pf.read(columns=wanted)
     except (pa.ArrowException, OSError, ValueError) as e:
@@ -133,3 +139,35 @@ def write_parquet(
     table = pa.table({k: pa.array(v) for k, v in data.items()})
     with atomic_write(path, "wb") as f:
         pq.write_table(table, f)
+
+
+def _int32_columns(pf: Any, source: str, target: str) -> tuple[Any, Any] | None:
+    """The two id columns of an unweighted edge table, read a row group at a time into
+    int32 arrays: 8 bytes a link, where the whole table in int64 and its NumPy copy held
+    32. None where a row group's ids are not integers without nulls in ``0 .. 2**31 - 1``
+    (the caller then reads the table, whose checks name the bad row)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from webrank.io._arrow import numpy_of
+
+    schema = pf.schema_arrow
+    if not all(pa.types.is_integer(schema.field(c).type) for c in (source, target)):
+        return None
+    rows = pf.metadata.num_rows
+    out = (np.empty(rows, np.int32), np.empty(rows, np.int32))
+    at = 0
+    for group in range(pf.metadata.num_row_groups):
+        part = pf.read_row_group(group, columns=[source, target])
+        for col, dest in zip((part.column(source), part.column(target)), out, strict=True):
+            if col.null_count:
+                return None
+            if len(col):
+                bounds = pc.min_max(col)
+                if bounds["min"].as_py() < 0 or bounds["max"].as_py() > 2**31 - 1:
+                    return None
+            dest[at:at + len(col)] = numpy_of(col)
+        at += part.num_rows
+    return (out[0], out[1]) if at == rows else None
+
