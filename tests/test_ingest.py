@@ -248,3 +248,28 @@ def test_parallel_parse_slots_are_made_only_where_written():
     assert int(a[:: 1 << 20].sum()) == 7 * 256 and a[1] == 0
     assert resident_bytes() - before < 64 << 20  # 256 small pages, not 256 huge ones
     assert sparse_array(0, np.int64).size == 0
+
+
+def test_pyarrow_path_keeps_int32_ids_where_they_fit(tmp_path):
+    """A compressed edge list goes through pyarrow's reader: its int64 columns come back
+    as int32 where every id fits (8 bytes a link beside the table, not 16), as int64
+    past int32's range, and the same graph either way."""
+    import gzip
+
+    from webrank.io.edgelist import read_edge_columns
+
+    small = tmp_path / "small.txt.gz"
+    with gzip.open(small, "wt") as f:
+        f.write("".join(f"{i}\t{(7 * i) % 1000}\n" for i in range(1000)))
+    src, dst, _, _ = read_edge_columns(small)
+    assert build.joined(src).dtype == np.int32 and build.joined(dst).dtype == np.int32
+    np.testing.assert_array_equal(build.joined(dst), (7 * np.arange(1000)) % 1000)
+    big = tmp_path / "big.txt.gz"
+    ids = [0, 5, 2**31 - 1, 2**31, 3 * 2**32 + 7]
+    with gzip.open(big, "wt") as f:
+        f.write("".join(f"{a}\t{b}\n" for a in ids for b in ids))
+    src, dst, _, _ = read_edge_columns(big)
+    assert build.joined(src).dtype == np.int64
+    np.testing.assert_array_equal(build.joined(src), np.repeat(ids, len(ids)))
+    g = load(big)
+    assert g.n == 5 and g.num_edges == 25

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from webrank.arrays import distinct
-from webrank.build import Chunked, Pieces, as_chunks, id_bounds
+from webrank.build import Chunked, Pieces, as_chunks
 from webrank.errors import GraphFormatError
 from webrank.graph import first_bad_weight
 from webrank.io._arrow import numpy_of
@@ -256,6 +256,17 @@ class _Changed(Exception):
     """The file's size differs from the size measured when it was opened."""
 
 
+def _joined(col: Any, dtype: Any) -> np.ndarray:
+    """A chunked integer column (no nulls) as one NumPy array of ``dtype``, copied a
+    chunk at a time (no intermediate array of the column's own type)."""
+    out = np.empty(len(col), dtype)
+    at = 0
+    for chunk in col.chunks:
+        out[at:at + len(chunk)] = numpy_of(chunk)
+        at += len(chunk)
+    return out
+
+
 def fast_read(
     source: ArrowSource | MappedSource, layout: Layout, labels: str, use_w: bool,
     pieces: bool = False,
@@ -315,10 +326,19 @@ def fast_read(
         if first_bad_weight(w) is not None:
             return None
     if labels == "int":
-        src = as_chunks(numpy_of(table.column("src")))
-        dst = as_chunks(numpy_of(table.column("dst")), like=src)
-        if id_bounds(src, dst)[0] < 0:
+        ids = [table.column("src"), table.column("dst")]
+        bounds = [pc.min_max(c) for c in ids]
+        if any(b["min"].as_py() is not None and b["min"].as_py() < 0 for b in bounds):
             return None
+        small = all(b["max"].as_py() is None or b["max"].as_py() <= 2**31 - 1
+                    for b in bounds)
+        # int32 where the ids fit (8 bytes a link beside the table's 16, not 16 more),
+        # copied a block at a time; the table's buffers go back before the build
+        cols = [_joined(c, np.int32) if small else numpy_of(c) for c in ids]
+        del table, ids
+        pa.default_memory_pool().release_unused()
+        src = as_chunks(cols[0])
+        dst = as_chunks(cols[1], like=src)
         return src, dst, None if w is None else as_chunks(w, like=src), None
     cs, cd, node_labels = factorize(table.column("src"), table.column("dst"))
     # labels the exact scanner would read differently: empty or whitespace-padded
