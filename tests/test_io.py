@@ -569,3 +569,10 @@ def test_parquet_int_ids_come_in_a_row_group_at_a_time(tmp_path, monkeypatch):
                    nulls, row_group_size=4)
     with pytest.raises(GraphFormatError, match="null in row 10"):
         load(nulls)
+    corrupt = bytearray(p.read_bytes())  # data pages damaged, the footer intact
+    for i in range(2000, 6000):
+        corrupt[i] ^= 0x5A
+    bad = tmp_path / "corrupt.parquet"
+    bad.write_bytes(bytes(corrupt))
+    with pytest.raises(GraphFormatError, match="corrupt.parquet: cannot read the Parquet data"):
+        load(bad)

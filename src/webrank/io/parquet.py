@@ -93,18 +93,18 @@ def read_parquet(
     # against the file's bytes: run-length encoding holds any number of equal values.)
     check_claim(pf.metadata.num_rows, "rows", "the file's metadata", path=name,
                 item_bytes=8 * len(wanted) + 32, hint="is it an edge table?")
-    if opts.labels == "int" and not use_w:
-        cols = _int32_columns(pf, src_col, dst_col)
-        if cols is not None:  # (else the table below, whose checks name a bad row)
-            if progress is not None:
-                progress(total, total)
-            return opts.graph(*cols)
     try:
-        table = pf.read(columns=wanted)
+        # integer ids a few row groups at a time (else the table, whose checks name a
+        # bad row)
+        ids = _int32_columns(pf, src_col, dst_col) if opts.labels == "int" and not use_w \
+            else None
+        table = pf.read(columns=wanted) if ids is None else None
     except (pa.ArrowException, OSError, ValueError) as e:
         raise GraphFormatError(f"cannot read the Parquet data: {e}", path=name) from None
     if progress is not None:
         progress(total, total)
+    if ids is not None:
+        return opts.graph(*ids)
     return graph_from_arrow(table, src_col, dst_col, w_col if use_w else None, options=opts)
 
 
@@ -162,6 +162,8 @@ def _int32_columns(pf: Any, source: str, target: str) -> tuple[Any, Any] | None:
     for first in range(0, groups, step):
         part = pf.read_row_groups(range(first, min(first + step, groups)),
                                   columns=[source, target])
+        if at + part.num_rows > rows:  # more rows than the metadata says: the table's
+            return None                 # own read decides
         for col, dest in zip((part.column(source), part.column(target)), out, strict=True):
             if col.null_count:
                 return None
