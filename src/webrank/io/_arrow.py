@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["arrow_of", "numpy_of"]
+__all__ = ["arrow_of", "copy_chunks", "numpy_of"]
 
 # arrow type names whose data buffer is a plain NumPy array of this dtype
 _NUMERIC = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -36,6 +36,17 @@ def numpy_of(col: Any) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def copy_chunks(col: Any, out: np.ndarray) -> np.ndarray:
+    """A chunked numeric column (no nulls) copied into ``out`` (as many entries, any
+    dtype it casts to) a chunk at a time: no intermediate array of the column's own type.
+    Returns ``out``."""
+    at = 0
+    for chunk in (col.chunks if hasattr(col, "chunks") else [col]):
+        out[at:at + len(chunk)] = numpy_of(chunk)
+        at += len(chunk)
+    return out
 
 
 def arrow_of(a: np.ndarray) -> Any:

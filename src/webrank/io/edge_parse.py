@@ -17,7 +17,7 @@ from webrank.arrays import distinct
 from webrank.build import Chunked, Pieces, as_chunks
 from webrank.errors import GraphFormatError
 from webrank.graph import first_bad_weight
-from webrank.io._arrow import numpy_of
+from webrank.io._arrow import copy_chunks, numpy_of
 from webrank.io.edge_layout import (
     WHAT,
     Layout,
@@ -256,17 +256,6 @@ class _Changed(Exception):
     """The file's size differs from the size measured when it was opened."""
 
 
-def _joined(col: Any, dtype: Any) -> np.ndarray:
-    """A chunked integer column (no nulls) as one NumPy array of ``dtype``, copied a
-    chunk at a time (no intermediate array of the column's own type)."""
-    out = np.empty(len(col), dtype)
-    at = 0
-    for chunk in col.chunks:
-        out[at:at + len(chunk)] = numpy_of(chunk)
-        at += len(chunk)
-    return out
-
-
 def fast_read(
     source: ArrowSource | MappedSource, layout: Layout, labels: str, use_w: bool,
     pieces: bool = False,
@@ -334,7 +323,8 @@ def fast_read(
                     for b in bounds)
         # int32 where the ids fit (8 bytes a link beside the table's 16, not 16 more),
         # copied a block at a time; the table's buffers go back before the build
-        cols = [_joined(c, np.int32) if small else numpy_of(c) for c in ids]
+        cols = [copy_chunks(c, np.empty(len(c), np.int32)) if small else numpy_of(c)
+                for c in ids]
         del table, ids
         pa.default_memory_pool().release_unused()
         src = as_chunks(cols[0])

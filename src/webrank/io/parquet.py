@@ -150,7 +150,7 @@ def _int32_columns(pf: Any, source: str, target: str) -> tuple[Any, Any] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from webrank.io._arrow import numpy_of
+    from webrank.io._arrow import copy_chunks
 
     schema = pf.schema_arrow
     if not all(pa.types.is_integer(schema.field(c).type) for c in (source, target)):
@@ -171,10 +171,7 @@ def _int32_columns(pf: Any, source: str, target: str) -> tuple[Any, Any] | None:
                 bounds = pc.min_max(col)
                 if bounds["min"].as_py() < 0 or bounds["max"].as_py() > 2**31 - 1:
                     return None
-            k = at
-            for chunk in col.chunks:
-                dest[k:k + len(chunk)] = numpy_of(chunk)
-                k += len(chunk)
+            copy_chunks(col, dest[at:at + len(col)])
         at += part.num_rows
     return (out[0], out[1]) if at == rows else None
 
