@@ -425,3 +425,26 @@ def test_copy_bytes_copies_every_byte_and_refuses_mismatches(nbytes):
         copy_bytes(big[:8], big[:16])
     with pytest.raises(TypeError, match="contiguous"):
         copy_bytes(big[::2], big[:32])
+
+
+def test_staging_held_is_given_back_and_one_holder_at_a_time(monkeypatch):
+    """The staging buffers' ``with`` form (no GPU needed: a stand-in Staging): a second
+    holder gets None while the first holds them; they are free again after the block,
+    after an exception too; a device whose buffers cannot be made gets None."""
+    from webrank.kernels.cuda_staging import Staging
+
+    stand_in = object.__new__(Staging)
+    stand_in.busy = False
+    monkeypatch.setattr(Staging, "_by_device", {7: stand_in})
+    with Staging.held(7) as first:
+        assert first is stand_in and stand_in.busy
+        with Staging.held(7) as second:
+            assert second is None
+    assert not stand_in.busy
+    with pytest.raises(RuntimeError), Staging.held(7) as held:
+        assert held is stand_in
+        raise RuntimeError
+    assert not stand_in.busy
+    monkeypatch.setattr(Staging, "__init__", lambda self, device: 1 / 0)
+    with Staging.held(8) as none:
+        assert none is None

@@ -574,5 +574,5 @@ def test_parquet_int_ids_come_in_a_row_group_at_a_time(tmp_path, monkeypatch):
         corrupt[i] ^= 0x5A
     bad = tmp_path / "corrupt.parquet"
     bad.write_bytes(bytes(corrupt))
-    with pytest.raises(GraphFormatError, match="corrupt.parquet: cannot read the Parquet data"):
+    with pytest.raises(GraphFormatError, match=r"corrupt\.parquet: cannot read the Parquet data"):
         load(bad)

@@ -11,7 +11,9 @@ kernel runs: memcpys and events only.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,13 +38,10 @@ def upload(a: Any, threads: int | None = None) -> Any:
     a = np.ascontiguousarray(a)
     out = cp.empty(a.shape, dtype=a.dtype)
     if a.nbytes >= 2 * STAGING_SLICE_BYTES:
-        staging = Staging.take(out.device.id)
-        if staging is not None:
-            try:
+        with Staging.held(out.device.id) as staging:
+            if staging is not None:
                 staging.copy_up(a, out, threads)
-            finally:
-                staging.give_back()
-            return out
+                return out
     if a.size:
         out.set(a)
     return out
@@ -64,13 +63,10 @@ def download(x: Any, out: np.ndarray, threads: int | None = None) -> np.ndarray:
     host threads, default all) where ``x`` fills a slice and they are free, else a plain
     copy. Returns ``out``."""
     if x.nbytes >= STAGING_SLICE_BYTES:
-        staging = Staging.take(x.device.id)
-        if staging is not None:
-            try:
+        with Staging.held(x.device.id) as staging:
+            if staging is not None:
                 staging.copy_down(x, out, threads)
-            finally:
-                staging.give_back()
-            return out
+                return out
     x.get(out=out)
     return out
 
@@ -126,6 +122,18 @@ class Staging:
     def give_back(self) -> None:
         with self._lock:
             self.busy = False
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls, device_id: int) -> Iterator[Staging | None]:
+        """:meth:`take` for the ``with`` block (``None`` where the buffers cannot be had),
+        given back at its end, an exception's included."""
+        staging = cls.take(device_id)
+        try:
+            yield staging
+        finally:
+            if staging is not None:
+                staging.give_back()
 
     def copy_down(self, x: Any, host: np.ndarray, threads: int | None = None) -> None:
         """Copy the contiguous device array ``x`` into ``host`` (C-contiguous, as many
