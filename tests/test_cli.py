@@ -195,3 +195,51 @@ def test_console_script_leaves_without_teardown_after_success(tmp_path, monkeypa
     with pytest.raises(SystemExit) as failed:
         cli_mod.run()
     assert failed.value.code != 0 and exits == [0]
+
+
+@pytest.mark.parametrize("argv, gpu", [
+    (["rank", "g.txt"], True),  # --device defaults to auto
+    (["rank", "g.txt", "--device", "gpu"], True),
+    (["ppr", "g.txt", "-s", "0", "--device=auto"], True),
+    (["rank", "g.txt", "--device", "cpu"], False),
+    (["rank", "g.txt", "--device=cpu"], False),
+    (["rank", "shards/", "--distributed", "--device", "gpu"], False),
+    (["convert", "g.txt", "g.npz"], False),
+    (["--version"], False),
+    ([], False),
+])
+def test_console_starts_the_cuda_context_only_for_gpu_commands(argv, gpu, monkeypatch):
+    """The console script's peek at its words: the CUDA context is started early only
+    for a command that will use this process's first GPU."""
+    import importlib.util
+
+    from webrank import console
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())  # CuPy "found"
+    monkeypatch.delenv("WEBRANK_GPU_WARMUP", raising=False)
+    assert console.may_use_gpu(argv) is gpu
+    monkeypatch.setenv("WEBRANK_GPU_WARMUP", "0")
+    assert console.may_use_gpu(argv) is False
+    monkeypatch.delenv("WEBRANK_GPU_WARMUP")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # no CuPy
+    assert console.may_use_gpu(argv) is False
+
+
+def test_early_cuda_context_is_harmless_without_a_driver(monkeypatch):
+    """No CUDA driver library (this machine, or a CPU-only container): the thread ends
+    quietly and nothing else changes."""
+    import ctypes
+
+    from webrank.kernels import cuda_context
+
+    def no_library(name, *args, **kwargs):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    monkeypatch.setattr(cuda_context, "_started", None)
+    cuda_context.start_primary_context()
+    cuda_context._started.join(timeout=10)
+    assert not cuda_context._started.is_alive()
+    started = cuda_context._started
+    cuda_context.start_primary_context()  # idempotent
+    assert cuda_context._started is started

@@ -64,3 +64,46 @@ def test_entry_point_compiles_nothing(graph_files, entry):
         if "webrank" not in nx.config.backends:
             pytest.skip("the webrank backend is not installed (an entry point)")
     _assert_nothing_compiled(run(graph_files["txt"], entry, _env()))
+
+
+def test_the_runtime_adopts_the_early_primary_context(graph_files, tmp_path):
+    """The context the console script starts through the driver is the one CuPy then
+    works in (no second context), and a whole `python -m webrank rank` on the GPU gives
+    the CPU's scores."""
+    import json
+    import subprocess
+    import sys
+
+    probe = """
+import ctypes
+from webrank.kernels import cuda_context
+cuda_context.start_primary_context()
+cuda_context._started.join()
+import cupy
+cupy.zeros(1).sum()
+drv = ctypes.CDLL("libcuda.so.1")
+current, primary, dev = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+drv.cuCtxGetCurrent(ctypes.byref(current))
+drv.cuDeviceGet(ctypes.byref(dev), 0)
+drv.cuDevicePrimaryCtxRetain(ctypes.byref(primary), dev)
+print(current.value == primary.value and current.value is not None)
+"""
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       env=_env(), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr
+    out = tmp_path / "s.parquet"
+    p = subprocess.run([sys.executable, "-m", "webrank", "rank", graph_files["txt"],
+                        "--device", "gpu", "--tol", "1e-10", "--json", "-o", str(out)],
+                       capture_output=True, text=True, env=_env(), timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["device"] == "gpu"
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out).to_pydict()
+    g = webrank.load(graph_files["txt"])
+    want = webrank.pagerank(g, device="cpu", tol=1e-12)
+    labels = np.arange(g.n) if g.labels is None else np.asarray(g.labels)
+    order = np.argsort(labels)
+    at = order[np.searchsorted(labels, np.asarray(table["node"]), sorter=order)]
+    assert len(table["node"]) == g.n
+    np.testing.assert_allclose(np.asarray(table["score"]), want.scores[at], atol=1e-8)

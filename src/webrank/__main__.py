@@ -1,5 +1,5 @@
 """``python -m webrank`` runs the command line."""
 
-from webrank.cli import run
+from webrank.console import main
 
-run()
+main()
