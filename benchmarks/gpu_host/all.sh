@@ -12,15 +12,15 @@ tests)
   # CI runs them (.ci/run); the device image runs webrank from source
   ;;
 solvers)
-  python3 benchmarks/krylov_matvecs.py --device gpu --out "$OUT/krylov_gpu_h100.json" \
+  python3 benchmarks/methods/krylov_matvecs.py --device gpu --out "$OUT/krylov_gpu_h100.json" \
     2>&1 | tail -30
-  python3 benchmarks/adaptive_fixed.py --device gpu --out "$OUT/adaptive_fixed_gpu_h100.json" \
+  python3 benchmarks/methods/adaptive_fixed.py --device gpu --out "$OUT/adaptive_fixed_gpu_h100.json" \
     2>&1 | tail -20
-  python3 benchmarks/ppr_batch.py --device gpu --compaction \
+  python3 benchmarks/methods/ppr_batch.py --device gpu --compaction \
     --out "$OUT/ppr_gpu_h100.json" 2>&1 | tail -12
-  python3 benchmarks/ppr_batch.py --device gpu --graph cnr-2000 --compaction \
+  python3 benchmarks/methods/ppr_batch.py --device gpu --graph cnr-2000 --compaction \
     --out "$OUT/ppr_gpu_cnr_h100.json" 2>&1 | tail -12
-  python3 benchmarks/incremental.py --device gpu --out "$OUT/incremental_gpu_h100.json" \
+  python3 benchmarks/methods/incremental.py --device gpu --out "$OUT/incremental_gpu_h100.json" \
     2>&1 | tail -20
   ;;
 suites)

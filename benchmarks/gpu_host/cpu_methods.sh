@@ -13,7 +13,7 @@ if [ "${TESTS:-0}" = 1 ]; then
 fi
 for t in ${THREADS:-16 4 2}; do
   echo "== $t threads"
-  taskset -c "0-$((t - 1))" env NUMBA_NUM_THREADS="$t" python3 benchmarks/cpu_engines.py \
+  taskset -c "0-$((t - 1))" env NUMBA_NUM_THREADS="$t" python3 benchmarks/cpu/cpu_engines.py \
     --methods --alphas ${ALPHAS:-0.85 0.99} --repeat "${REPEAT:-4}" \
-    ${ONLY:+--only $ONLY} --out "$OUT/cpu_methods_h100host_${t}threads.json" 2>&1 | tail -20
+    ${ONLY:+--only $ONLY} --out "$OUT/cpu_methods_${t}threads.json" 2>&1 | tail -20
 done

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The multi-GPU device call (nvidia-h200-x2): the GPU tests of webrank.distributed, then
-# each measurement of benchmarks/distributed_bench.py under its own time limit; results
-# append to $OUT/distributed_h200x2.jsonl, logs to $OUT/*.log. ONLY="pytest strong27 ..."
+# each measurement of benchmarks/distributed/distributed_bench.py under its own time limit;
+# results append to $OUT/distributed.jsonl, logs to $OUT/*.log. ONLY="pytest strong27 ..."
 # runs just the steps named; PYTEST_K narrows the tests (pytest -k).
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 nvidia-smi -L; which mpirun torchrun
-R=$OUT/distributed_h200x2.jsonl
+R=$OUT/distributed.jsonl
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 step() {  # step LIMIT NAME ARGS...
   local limit=$1 name=$2; shift 2
   want "$name" || return 0
-  timeout "$limit" python3 benchmarks/distributed_bench.py "$@" --out "$R" \
+  timeout "$limit" python3 benchmarks/distributed/distributed_bench.py "$@" --out "$R" \
     > "$OUT/$name.log" 2>&1
   echo "== $name exit $?"; grep -v '^  *[0-9.]*,\?$' "$OUT/$name.log" | tail -${TAIL:-14}
 }

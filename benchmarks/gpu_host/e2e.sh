@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole-process pipeline on the GPU machine: ingestion against pyarrow on its 16
 # cores, `webrank bench e2e` on the GPU, and the gpu-marked tests.
-#   TESTS=1 INGEST="20 23" E2E="22 23" E2E_DEVICE=gpu bash benchmarks/device_e2e.sh
+#   TESTS=1 INGEST="20 23" E2E="22 23" E2E_DEVICE=gpu bash benchmarks/gpu_host/run.sh e2e
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 cat "$OUT/gpu.txt"
@@ -13,10 +13,10 @@ if [ "${TESTS:-0}" = 1 ]; then
     | tail -3
 fi
 if [ -n "${INGEST:-}" ]; then
-  python3 benchmarks/ingest.py --scales $INGEST --repeat "${REPEAT:-5}" \
+  python3 benchmarks/io/ingest.py --scales $INGEST --repeat "${REPEAT:-5}" \
     --out "$OUT/ingest.json" 2>&1 | grep -v "^wrote"
   for s in ${PROFILE:-}; do
-    python3 benchmarks/ingest_profile.py "/tmp/webrank-ingest/rmat$s.txt" --repeat 3 2>&1 \
+    python3 benchmarks/io/ingest_profile.py "/tmp/webrank-ingest/rmat$s.txt" --repeat 3 2>&1 \
       | tee "$OUT/ingest_profile_$s.txt"
   done
 fi

@@ -2,20 +2,20 @@
 # The user's whole process on the GPU machine. STEPS picks (default: all):
 #   real     the real graphs, whole `webrank rank` processes, gpu and cpu
 #   rmat     R-MAT $SCALE from text and from .npz, whole processes on the GPU
-#   ingest   ingestion's phases on all cores (benchmarks/ingest_profile.py)
-#   setup    a profile of the GPU call's setup (benchmarks/gpu_setup_profile.py)
+#   ingest   ingestion's phases on all cores (benchmarks/io/ingest_profile.py)
+#   setup    a profile of the GPU call's setup (benchmarks/gpu/gpu_setup_profile.py)
 #   profile  cProfile and -X importtime of whole `webrank rank` processes (npz, txt; gpu)
 #   auto     each CPU method's first and second solve, pinned to 16/4/2 cores
-#            (benchmarks/cpu_auto_choice.py on R-MAT $AUTO_SCALE and cnr-2000)
+#            (benchmarks/cpu/cpu_auto_choice.py on R-MAT $AUTO_SCALE and cnr-2000)
 #   trace    who first imports cupyx/SciPy/Numba in whole GPU processes (trace_import.py)
 #   upload   host → device copies of a 0.5 GB array: one cp.asarray, slices, memory map
-#   graphblas  benchmarks/cpu_vs_graphblas.py at all cores and pinned to 2 (taskset)
+#   graphblas  benchmarks/cpu/cpu_vs_graphblas.py at all cores and pinned to 2 (taskset)
 #   e2e      `webrank bench e2e` (WEBRANK_E2E_SCALES, default "20 22"), both devices
 #   probe    which CuPy operation first loads cupyx (and with it SciPy)
 #   tests    the gpu-marked tests ($TESTS_PATH, default tests/)
 #   ab       `webrank bench gpu` ($AB_ARGS, default --quick --repeats 5) with the tree in
 #            .device_old/ and this one, alternated as $AB_RUNS says ("old1 new1 old2 new2");
-#            benchmarks/ab_compare.py tabulates them
+#            benchmarks/before_after/ab_compare.py tabulates them
 #   SCALE=23 STEPS="rmat profile" bash benchmarks/gpu_host/run.sh pipeline
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
@@ -54,23 +54,23 @@ if want profile; then
   done
 fi
 if want ingest; then
-  timeout 120 python3 benchmarks/ingest_profile.py $D/rmat$S.txt --repeat 2 2>&1 \
+  timeout 120 python3 benchmarks/io/ingest_profile.py $D/rmat$S.txt --repeat 2 2>&1 \
     | tee "$OUT/ingest_profile_$S.txt"
 fi
 if want setup; then
-  timeout 100 python3 benchmarks/gpu_setup_profile.py $D/rmat$S.npz 2>&1 \
+  timeout 100 python3 benchmarks/gpu/gpu_setup_profile.py $D/rmat$S.npz 2>&1 \
     | tee "$OUT/gpu_setup_profile_$S.txt" | head -80
 fi
 if want auto; then
   A=${AUTO_SCALE:-22}
   python3 -m webrank generate rmat $A --out $D/rmat$A.npz --seed 1 > /dev/null
-  timeout ${AUTO_S:-300} python3 benchmarks/cpu_auto_choice.py $D/rmat$A.npz \
+  timeout ${AUTO_S:-300} python3 benchmarks/cpu/cpu_auto_choice.py $D/rmat$A.npz \
     "$WEBRANK_DATASETS/cnr-2000.txt.gz" --threads ${AUTO_THREADS:-16 4} --repeat 1 \
     --out "$OUT/cpu_auto_choice.json" 2>&1 | tail -8
 fi
 if want trace; then
   for f in $D/rmat$S.npz $D/rmat$S.txt; do
-    python3 benchmarks/trace_import.py cupyx.linalg,scipy,numba,pandas -- -m webrank rank $f \
+    python3 benchmarks/io/trace_import.py cupyx.linalg,scipy,numba,pandas -- -m webrank rank $f \
       --device gpu --tol 1e-10 -o /tmp/s.parquet > /dev/null 2> /tmp/trace.txt
     grep -v "^    " /tmp/trace.txt | grep -v -e "frozen importlib" -e "click/core.py" \
       > "$OUT/trace_$(basename $f | tr . _).txt"
@@ -103,9 +103,9 @@ if want graphblas; then
   python3 -m webrank generate rmat 20 --out $D/rmat20.npz --seed 1 > /dev/null
   python3 -m webrank generate rmat 22 --out $D/rmat22.npz --seed 1 > /dev/null
   G="$D/rmat20.npz $D/rmat22.npz $WEBRANK_DATASETS/cnr-2000.txt.gz $WEBRANK_DATASETS/web-NotreDame.txt.gz"
-  timeout ${GB_S:-200} python3 benchmarks/cpu_vs_graphblas.py $G --repeat 3 \
+  timeout ${GB_S:-200} python3 benchmarks/cpu/cpu_vs_graphblas.py $G --repeat 3 \
     --out "$OUT/cpu_vs_graphblas_16threads.json" 2>&1 | tail -5
-  timeout ${GB_S:-200} taskset -c 0,1 python3 benchmarks/cpu_vs_graphblas.py $G --repeat 3 \
+  timeout ${GB_S:-200} taskset -c 0,1 python3 benchmarks/cpu/cpu_vs_graphblas.py $G --repeat 3 \
     --out "$OUT/cpu_vs_graphblas_2threads.json" 2>&1 | tail -5
 fi
 if want e2e; then

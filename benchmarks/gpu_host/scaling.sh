@@ -15,7 +15,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     tests/test_gpu_distributed.py -k "${PYTEST_K:-}" > "$OUT/pytest_distributed.txt" 2>&1
   echo "== pytest exit $? at $SECONDS s"; tail -25 "$OUT/pytest_distributed.txt"
 fi
-timeout ${SCALING_LIMIT:-300} python3 benchmarks/distributed_bench.py scaling \
+timeout ${SCALING_LIMIT:-300} python3 benchmarks/distributed/distributed_bench.py scaling \
   "${SCALES:-22,24,26,27}" --real .device_data/cnr-2000.txt.gz --out "$OUT/scaling.jsonl" \
   > "$OUT/scaling.log" 2>&1
 echo "== scaling exit $? at $SECONDS s"; tail -45 "$OUT/scaling.log"

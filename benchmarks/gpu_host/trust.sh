@@ -16,7 +16,7 @@ if want tests; then
   echo "== tests exit $?"; grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest_gpu.log" | tail -20
 fi
 if want bound; then
-  timeout "${BOUND_S:-200}" python3 benchmarks/error_bound.py --device gpu \
+  timeout "${BOUND_S:-200}" python3 benchmarks/methods/error_bound.py --device gpu \
     --engines auto pull blocked persistent --out "$OUT/error_bound_gpu.json" \
     > "$OUT/error_bound_gpu.log" 2>&1
   echo "== bound exit $?"; grep -E "UNSOUND|results|reference" "$OUT/error_bound_gpu.log"

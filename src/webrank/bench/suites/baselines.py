@@ -37,8 +37,9 @@ version [that] yielded the best execution times" of networkx's three) and then a
 non-optimised GPU version, because "the execution times on CPU were still too high"; it
 kept networkx as the correctness reference. Praveen et al.'s GPU design is cuSPARSE SpMV plus
 cuBLAS vector operations (reproduced here as the cuSPARSE baseline on a GPU). Earlier
-webrank measurements (docs/benchmarks.md, `core_cpu.json`): webrank's CPU solve is
-1.0–1.3x the plain SciPy loop on 2 cores, networkx 20–40x slower to build and compute.
+webrank measurements (docs/benchmarks.md, `benchmarks/results/headline/cpu_2core/core.json`):
+webrank's CPU solve is 1.0–1.3x the plain SciPy loop on 2 cores, networkx 20–40x slower to build
+and compute.
 """
 
 ALPHA = 0.85
