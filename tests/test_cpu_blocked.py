@@ -10,7 +10,8 @@ from reference import exact_pagerank
 from test_blocking import random_graph
 
 import webrank
-from webrank.backends.cpu import BLOCKED_MIN_STEPS, CPUOperator
+from webrank.backends.cpu import BLOCKED_MIN_STEPS
+from webrank.backends.options import EngineOptions
 from webrank.kernels import cpu
 
 
@@ -137,7 +138,7 @@ def test_engine_names_are_checked(rng):
     with pytest.raises(ValueError, match="not a CPU engine"):
         webrank.pagerank(g, device="cpu", engine="persistent")
     with pytest.raises(ValueError, match="not a CPU engine"):
-        CPUOperator(g, 0.85, None, None, "float64", engine="stream")
+        EngineOptions(engine="stream").for_device("cpu", "float64")
     with pytest.raises(ValueError, match=r"options \['part_rows'\] apply to device='gpu'"):
         webrank.pagerank(g, device="cpu", engine="blocked", engine_options={"part_rows": 64})
     with pytest.raises(ValueError, match="part_rows must be in"):

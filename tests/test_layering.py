@@ -157,26 +157,26 @@ def test_cli_choices_come_from_the_registries(monkeypatch):
 
 
 def test_engine_options_are_registered_once():
-    """Each GPU engine's tuning options are listed once (backends.base), taken by its
-    class, checked by pagerank, and documented in pagerank's ``engine_options``."""
+    """Which engine takes which tuning option is listed once (backends.options), each
+    name is a field of the one record (EngineOptions) documented there and in
+    pagerank's ``engine_options``, and the record is what the operators take."""
+    import dataclasses
     import inspect
 
     import webrank
-    from webrank.backends import base, gpu_engines
+    from webrank.backends import base, gpu_engines, options
 
-    assert set(base.GPU_ENGINE_OPTIONS) == set(base.GPU_ENGINES) - {"auto"}
-    for engine, names in base.GPU_ENGINE_OPTIONS.items():
-        cls = gpu_engines._CLASSES[engine]
-        taken = set()
-        for klass in cls.__mro__:
-            for method in ("__init__", "_setup_engine"):
-                if method in vars(klass):
-                    taken |= set(inspect.signature(vars(klass)[method]).parameters)
-        missing = set(names) | set(base.GPU_COMMON_OPTIONS)
-        assert not missing - taken, f"{engine} does not take {sorted(missing - taken)}"
+    assert set(options.GPU_ENGINE_OPTIONS) == set(base.GPU_ENGINES) - {"auto"}
+    assert set(gpu_engines.ENGINE_CLASSES) == set(options.GPU_ENGINE_OPTIONS) | {"hybrid"}
+    fields = {f.name for f in dataclasses.fields(options.EngineOptions)}
+    assert set(options.ENGINE_OPTION_NAMES) <= fields
+    for cls in gpu_engines.ENGINE_CLASSES.values():
+        assert list(inspect.signature(cls).parameters)[-1] == "options", cls
+    record_doc = options.EngineOptions.__doc__
     doc = webrank.pagerank.__doc__
-    undocumented = [o for o in base.ENGINE_OPTION_NAMES if f"``{o}``" not in doc]
-    assert not undocumented, f"pagerank's docstring does not document {undocumented}"
+    for name in options.ENGINE_OPTION_NAMES:
+        assert f"``{name}``" in doc, f"pagerank's docstring does not document {name}"
+        assert name in record_doc, f"EngineOptions does not document {name}"
     g = webrank.generate_graph("er", 30, seed=2)
     with pytest.raises(ValueError, match="unknown engine options"):
         webrank.pagerank(g, engine_options={"lanes_per_rows": 4})

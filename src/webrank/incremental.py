@@ -406,10 +406,10 @@ def _check_update_options(tol: float, frontier: Any, frontier_tol: Any,
                          f"{max_frontier_fraction!r}")
 
 
-def _frontier_choice(frontier: Any, backend: str) -> tuple[bool, str]:
+def _frontier_choice(frontier: Any, device: str) -> tuple[bool, str]:
     """Whether the frontier phase runs, and why (``info["frontier_choice"]``)."""
     if frontier == "auto":
-        on_cpu = backend != "gpu"
+        on_cpu = device != "gpu"
         return on_cpu, ("frontier phase on the CPU, then full steps" if on_cpu else
                         "no frontier phase: on the GPU, warm-started steps of the whole "
                         "graph cost less than the CPU's frontier phase")
@@ -535,9 +535,9 @@ def update(
         gpus = int(previous_result.info.get("gpus_asked", 1)) if device != "cpu" else 1
     gpus, gpus_info = gpus_for_call(new, gpus, force=force_gpus, device=device,
                                     method="power", dtype=dtype)
-    backend = "gpu" if gpus > 1 else resolve_device(device)
+    device = "gpu" if gpus > 1 else resolve_device(device)
     t_edit = time.perf_counter() - t0
-    frontier, choice = _frontier_choice(frontier, backend)
+    frontier, choice = _frontier_choice(frontier, device)
 
     n_old, n = old.n, new.n
     v_vec = np.full(n, 1.0 / n) if v is None else v
@@ -555,7 +555,7 @@ def update(
 
         op = multi_gpu_operator(new, gpus, alpha, v, d, dtype)
     else:
-        op = make_operator(new, device=backend, alpha=alpha, personalization=v, dangling=d,
+        op = make_operator(new, device=device, alpha=alpha, personalization=v, dangling=d,
                            dtype=dtype)
     x0 = op.asarray(y / y.sum())
     op.synchronize()
@@ -592,9 +592,9 @@ def update(
     result = PageRankResult(
         scores=scores, iterations=k, converged=steps.converged,
         residuals=np.asarray(steps.residuals, dtype=np.float64), elapsed=t4 - t0,
-        device=backend, dtype=dtype, method="incremental", criterion=criterion, tol=tol,
+        device=device, dtype=dtype, method="incremental", criterion=criterion, tol=tol,
         alpha=alpha, matvecs=k, setup_time=t_edit + (t3 - t2),
-        device_name=device_name(backend), graph=new, info=info, personalization=v,
+        device_name=device_name(device), graph=new, info=info, personalization=v,
         dangling=d)
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)

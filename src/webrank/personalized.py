@@ -396,10 +396,10 @@ def personalized_pagerank(
     shared_d = as_distribution(dangling, graph, "dangling")
     dtype = dtype_name(dtype)
     top = None if top is None else min(int(top), n)
-    backend = resolve_device(device)
+    device = resolve_device(device)
 
     t0 = time.perf_counter()
-    op = make_batch_operator(graph, device=backend, alpha=alpha, dangling=shared_d,
+    op = make_batch_operator(graph, device=device, alpha=alpha, dangling=shared_d,
                              dtype=dtype)
     width = op.width(k, batch_size)
     t1 = time.perf_counter()
@@ -443,7 +443,7 @@ def personalized_pagerank(
         top_scores=top_scores, iterations=iterations, converged=converged,
         residuals=residuals, elapsed=t2 - t1, setup_time=t1 - t0, batch_size=width,
         num_batches=len(batches), block_steps=block_steps, column_steps=column_steps,
-        device=backend, device_name=device_name(backend), dtype=dtype,
+        device=device, device_name=device_name(device), dtype=dtype,
         criterion=criterion, tol=tol, alpha=float(alpha), graph=graph,
         info={"kernel": op.kernel},
     )

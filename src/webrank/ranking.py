@@ -19,13 +19,13 @@ from webrank.backends import (
     CRITERIA,
     DEVICES,
     DTYPES,
-    ENGINE_OPTION_NAMES,
-    HYBRID_ONLY_OPTIONS,
+    EngineOptions,
     device_name,
     make_operator,
     resolve_device,
     start_gpu_warmup,
 )
+from webrank.backends.options import CHECK_EVERY, DEFAULTS, ENGINE_OPTION_NAMES
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
 from webrank.result import PageRankResult
@@ -51,9 +51,12 @@ def pagerank(
     device: str = "auto",
     weight: bool | None = True,
     method: str = "auto",
+    engine: str = "auto",
+    engine_options: Mapping[str, Any] | None = None,
+    gpus: int | None = None,
+    force_gpus: bool = False,
     raise_on_nonconvergence: bool = True,
     callback: Any = None,
-    engine_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> PageRankResult:
     r"""PageRank of every node of ``graph``.
@@ -117,27 +120,39 @@ def pagerank(
         ``"gauss-seidel"`` (CPU), ``"hybrid"`` (GPU + CPU); ``"auto"`` picks the one
         expected to be fastest for the device and alpha and runs it
         (:mod:`webrank.solvers.auto`); ``result.method`` names the one that ran.
+    engine : str, default "auto"
+        The power step: on the CPU ``"auto"``, ``"pull"`` or ``"blocked"``
+        (:mod:`webrank.backends.cpu`), on the GPU also ``"persistent"`` and ``"stream"``
+        (:mod:`webrank.backends.gpu_engines`); ``"auto"`` picks one for the graph and
+        the device, and ``info["engine"]`` names the one that ran.
+    engine_options : mapping, optional
+        Tuning of the engine's step, ``{name: value}``, the one way to pass it (a name
+        as a keyword of its own is refused, naming this mapping). On the GPU
+        ``check_every``, ``graph_steps``, ``use_graph`` (every engine),
+        ``lanes_per_row``, ``heavy_threshold``, ``reorder`` (pull, persistent),
+        ``launch_steps`` (persistent), ``part_rows``, ``chunk_bits`` (blocked),
+        ``device_memory_limit``, ``chunk_edges`` (stream); ``gpu_links`` for
+        ``method="hybrid"``. Each is documented, with its default, by
+        :class:`webrank.backends.EngineOptions`, the record they become: checked once
+        here, before any work (an unknown name, a name the engine or the device does not
+        take, a value out of range: ValueError). With ``engine="auto"`` the GPU chooses
+        among the engines that take every option given. The CPU takes none.
+    gpus : int, optional
+        Rank on that many GPUs of this host (the graph split into row parts, one per GPU,
+        exchanging through NCCL; :mod:`webrank.distributed`); default one. Where one GPU
+        holds the graph and is faster (:func:`~webrank.distributed.run.gpus_for`) the
+        run stays on one and ``info["gpus_reason"]`` says why. Each part runs the pull or
+        the blocked step (``engine``); ``engine_options`` may hold ``check_every`` only.
+    force_gpus : bool, default False
+        Split the graph across ``gpus`` GPUs even where one would be faster.
     raise_on_nonconvergence : bool, default True
         If False, return the last iterate with ``converged=False`` instead of raising.
     callback : callable, optional
         ``callback(iteration, residual)`` as iterations complete (for progress bars).
-    engine_options : mapping, optional
-        Tuning of the backend's step, documented with each engine: on the GPU
-        ``lanes_per_row``, ``heavy_threshold``, ``chunk_bits``, ``launch_steps``,
-        ``part_rows``, ``reorder``, ``check_every``, ``graph_steps``, ``use_graph``,
-        ``device_memory_limit``, ``chunk_edges`` (:mod:`webrank.backends.gpu`,
-        :mod:`webrank.backends.gpu_blocked`, :mod:`webrank.backends.gpu_stream`);
-        ``gpu_links`` for ``method="hybrid"``. Only here: as keywords of their own
-        they are refused.
     **options
-        Solver- or backend-specific options (documented by each solver and backend):
-        ``engine`` picks the power step, on the CPU ``"auto"``, ``"pull"`` or
-        ``"blocked"`` (:mod:`webrank.backends.cpu`), on the GPU also ``"persistent"``
-        and ``"stream"`` (:mod:`webrank.backends.gpu_engines`); ``gpus`` ranks on that
-        many GPUs of this host (the graph split into row parts, one per GPU, exchanging
-        through NCCL; :mod:`webrank.distributed`): where one GPU holds the graph and is
-        faster (:func:`~webrank.distributed.run.gpus_for`) the run stays on one and
-        ``info["gpus_reason"]`` says why; ``force_gpus=True`` splits it anyway.
+        Options of the solver ``method`` runs, documented by each solver
+        (:mod:`webrank.solvers`); a name it does not take is a ValueError listing those
+        it does.
 
     Returns
     -------
@@ -174,9 +189,9 @@ def pagerank(
     """
     check_scalar_args(alpha, tol, max_iter, criterion, dtype, device)
     method = _method_for_tol(method, tol)
-    options = _with_engine_options(options, engine_options)
     spec = solver_spec(method)
-    _check_options(method, spec.solve, options)
+    check_solver_options(method, spec.solve, options)
+    tuning = EngineOptions.from_call(engine, engine_options)
     if not isinstance(graph, Graph) and device != "cpu":
         start_gpu_warmup()  # CUDA's start overlaps with reading the file
     graph = prepare_graph(graph, weight, allow_empty=True)
@@ -186,17 +201,14 @@ def pagerank(
     v = as_distribution(personalization, graph, "personalization")
     d = as_distribution(dangling, graph, "dangling")
     x0 = as_distribution(nstart, graph, "nstart")
-    gpus, gpus_info = gpus_for_call(graph, options.pop("gpus", None),
-                                    force=bool(options.pop("force_gpus", False)),
-                                    device=device, method=method, dtype=dtype,
-                                    options=options)
-    backend = _solver_device(spec, device)
-    if graph.on_gpu and backend == "cpu":
+    gpus, gpus_info = gpus_for_call(graph, gpus, force=bool(force_gpus), device=device,
+                                    method=method, dtype=dtype, tuning=tuning)
+    device = _solver_device(spec, device)
+    if graph.on_gpu and device == "cpu":
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
     t0 = time.perf_counter()
-    # (the hybrid method has an operator of its own)
-    op = _operator(graph, gpus, spec.operator or backend, alpha, v, d, dtype, options)
+    op = _operator(graph, gpus, device, spec, alpha, v, d, dtype, tuning)
     op.require(spec.requires, method)
     # the uniform start is made where it is used (no n-vector copy to the device)
     x0_dev = op.full(1.0 / graph.n) if x0 is None else op.asarray(x0)
@@ -209,25 +221,12 @@ def pagerank(
     op.synchronize()
     t2 = time.perf_counter()
     result = PageRankResult(
-        scores=_scores(op, out),
-        iterations=out.iterations,
-        converged=out.converged,
-        residuals=np.asarray(out.residuals, dtype=np.float64),
-        elapsed=t2 - t1,
-        device=backend,
-        dtype=dtype_name(dtype),
-        method=out.info.get("method", method),
-        criterion=criterion,
-        tol=tol,
-        alpha=alpha,
-        matvecs=out.matvecs,
-        setup_time=t1 - t0,
-        device_name=device_name(backend),
-        graph=graph,
-        info=merged_info(op.info, out.info, gpus_info),
-        personalization=v,
-        dangling=d,
-    )
+        scores=_scores(op, out), iterations=out.iterations, converged=out.converged,
+        residuals=np.asarray(out.residuals, dtype=np.float64), elapsed=t2 - t1,
+        device=device, dtype=dtype_name(dtype), method=out.info.get("method", method),
+        criterion=criterion, tol=tol, alpha=alpha, matvecs=out.matvecs, setup_time=t1 - t0,
+        device_name=device_name(device), graph=graph,
+        info=merged_info(op.info, out.info, gpus_info), personalization=v, dangling=d)
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result
@@ -247,36 +246,14 @@ def _method_for_tol(method: str, tol: float) -> str:
     return method
 
 
-def _with_engine_options(options: dict[str, Any],
-                         engine_options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The call's options with ``engine_options`` added, checked: engine tuning given as
-    loose keywords, an unknown engine option or one given both ways is a ValueError."""
-    loose = sorted(set(options) & set(ENGINE_OPTION_NAMES))
-    if loose:
-        raise ValueError(f"engine tuning goes in engine_options: pass "
-                         f"engine_options={{{', '.join(repr(k) + ': ...' for k in loose)}}}, "
-                         f"not {', '.join(loose)}= as keywords")
-    if not engine_options:
-        return options
-    tuning = set(ENGINE_OPTION_NAMES)
-    unknown = sorted(set(engine_options) - tuning)
-    if unknown:
-        raise ValueError(f"unknown engine options {unknown}; the engines take "
-                         f"{', '.join(sorted(tuning))}")
-    twice = sorted(set(engine_options) & set(options))
-    if twice:
-        raise ValueError(f"options {twice} given both as keywords and in engine_options")
-    return {**options, **engine_options}
-
-
 def gpus_for_call(graph: Graph, gpus: Any, *, force: bool, device: str, method: str,
-                  dtype: str, options: dict[str, Any] | None = None
+                  dtype: str, tuning: EngineOptions | None = None
                   ) -> tuple[int, dict[str, Any]]:
     """How many GPUs of this host a call runs on, and the ``info`` entries that say why:
     ``gpus`` (None: one) checked before any work (:func:`check_gpus`), then, where one
     GPU holds the graph and is faster, brought down to as many as pay
     (:func:`webrank.distributed.run.gpus_for`) unless ``force``."""
-    gpus = check_gpus(gpus, device, method, options or {})
+    gpus = check_gpus(gpus, device, method, tuning or DEFAULTS)
     if gpus == 1:
         return 1, {}
     from webrank.distributed.run import gpus_for
@@ -285,20 +262,20 @@ def gpus_for_call(graph: Graph, gpus: Any, *, force: bool, device: str, method: 
     return used, {"gpus": used, "gpus_asked": gpus, "gpus_reason": reason}
 
 
-def _operator(graph: Graph, gpus: int, kind: str, alpha: float, v: Any, d: Any, dtype: str,
-              options: dict[str, Any]) -> Any:
+def _operator(graph: Graph, gpus: int, device: str, spec: SolverSpec, alpha: float, v: Any,
+              d: Any, dtype: str, tuning: EngineOptions) -> Any:
     """The operator of a call: the graph split across ``gpus`` GPUs of this host
-    (:mod:`webrank.distributed`), else ``kind``'s (cpu, gpu or hybrid), its engine
-    options taken out of ``options``."""
-    backend_opts = _backend_options(options, kind)
+    (:mod:`webrank.distributed`), else ``device``'s, with the engine ``tuning`` asks for
+    (checked for the device; the hybrid method has an operator of its own)."""
     if gpus > 1:
         from webrank.distributed.run import multi_gpu_operator
 
-        return multi_gpu_operator(graph, gpus, alpha, v, d, dtype,
-                                  check_every=backend_opts.get("check_every", 16),
-                                  engine=backend_opts.get("engine", "auto"))
-    return make_operator(graph, device=kind, alpha=alpha, personalization=v, dangling=d,
-                         dtype=dtype, **backend_opts)
+        check_every = CHECK_EVERY if tuning.check_every is None else tuning.check_every
+        return multi_gpu_operator(graph, gpus, alpha, v, d, dtype, check_every=check_every,
+                                  engine=tuning.engine)
+    options = tuning.for_device(device, dtype, hybrid=spec.operator == "hybrid")
+    return make_operator(graph, device=device, alpha=alpha, personalization=v, dangling=d,
+                         dtype=dtype, options=options)
 
 
 def _scores(op: Any, out: Any) -> np.ndarray:
@@ -335,14 +312,11 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-#: what goes to the backend rather than the solver: the engine and its tuning
-_BACKEND_OPTIONS = ("engine", *ENGINE_OPTION_NAMES)
-
-
-def check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> int:
+def check_gpus(gpus: Any, device: str, method: str, tuning: EngineOptions) -> int:
     """The ``gpus`` option (default 1), checked before any work: several GPUs need
     ``device`` "gpu" or "auto", a method that runs partitioned, and no engine options
-    but ``engine`` (the step of each part: "auto", "pull" or "blocked")."""
+    but ``engine`` (the step of each part: "auto", "pull" or "blocked") and
+    ``check_every`` (:meth:`EngineOptions.for_parts`)."""
     if gpus is None:
         return 1
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
@@ -356,10 +330,7 @@ def check_gpus(gpus: Any, device: str, method: str, options: dict[str, Any]) -> 
     if method not in PARTITIONED_METHODS:
         raise ValueError(f"method {method!r} does not run on several GPUs; use one of "
                          f"{', '.join(PARTITIONED_METHODS)}")
-    engine_opts = sorted((set(options) - {"check_every", "engine"}) & set(_BACKEND_OPTIONS))
-    if engine_opts:
-        raise ValueError(f"options {engine_opts} do not apply with gpus > 1 (each GPU runs "
-                         "the pull or the blocked step on its rows: engine=)")
+    tuning.for_parts()
     resolve_device("gpu")  # DeviceUnavailableError (one line) where no GPU can be used
     return int(gpus)
 
@@ -371,37 +342,30 @@ def _solver_device(spec: SolverSpec, device: str) -> str:
     if device == "auto" and len(devices) == 1:
         device = devices[0]
     # an explicit device the method cannot use is refused before probing for a GPU
-    backend = device if device in ("cpu", "gpu") else resolve_device(device)
-    if backend not in devices:
+    resolved = device if device in ("cpu", "gpu") else resolve_device(device)
+    if resolved not in devices:
         raise ValueError(f"method {spec.name!r} runs on device {' or '.join(devices)} "
-                         f"only, not {backend!r}{spec.device_note}")
-    backend = resolve_device(backend)
-    return backend
+                         f"only, not {resolved!r}{spec.device_note}")
+    return resolve_device(resolved)
 
 
 _SOLVER_ARGS = {"op", "x0", "tol", "max_iter", "criterion", "callback"}
 
 
-def _check_options(method: str, solve: Any, options: dict[str, Any]) -> None:
-    """Unknown keyword options: a ValueError naming the allowed ones, before any work."""
+def check_solver_options(method: str, solve: Any, options: dict[str, Any]) -> None:
+    """The keyword options left for the solver: a ValueError before any work for a name
+    the solver does not take (engine tuning given as a keyword of its own: saying that it
+    goes in ``engine_options``)."""
     allowed = set(inspect.signature(solve).parameters) - _SOLVER_ARGS
-    unknown = set(options) - allowed - set(_BACKEND_OPTIONS) - {"gpus", "force_gpus"}
+    unknown = sorted(set(options) - allowed)
+    tuning = [name for name in unknown if name in ENGINE_OPTION_NAMES]
+    if tuning:
+        raise ValueError(f"engine tuning goes in engine_options: pass "
+                         f"engine_options={{{', '.join(repr(k) + ': ...' for k in tuning)}}}, "
+                         f"not {', '.join(tuning)}= as keywords")
     if unknown:
-        known = ", ".join(sorted(allowed | set(_BACKEND_OPTIONS) | {"gpus", "force_gpus"}))
-        raise ValueError(f"unknown options {sorted(unknown)} for method {method!r}; "
-                         f"allowed: {known}")
-
-
-def _backend_options(options: dict[str, Any], backend: str) -> dict[str, Any]:
-    """Pop the options meant for the backend rather than the solver."""
-    picked = {k: options.pop(k) for k in _BACKEND_OPTIONS if k in options}
-    hybrid_only = sorted(set(picked) & set(HYBRID_ONLY_OPTIONS))
-    if backend != "hybrid" and hybrid_only:
-        raise ValueError(f"options {hybrid_only} apply to method='hybrid' only")
-    gpu_only = sorted(set(picked) - {"engine"})
-    if backend == "cpu" and gpu_only:
-        raise ValueError(f"options {gpu_only} apply to device='gpu' only")
-    return picked
+        raise ValueError(f"unknown options {unknown} for method {method!r}; allowed: "
+                         f"{', '.join(sorted(allowed)) or 'none'}")
 
 
 def prepare_graph(graph: Any, weight: bool | None, allow_empty: bool = False) -> Graph:

@@ -14,7 +14,7 @@ import functools
 import os
 import platform
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,14 +22,13 @@ from webrank.backends.base import (
     CPU_ENGINES,
     CRITERIA,
     DTYPES,
-    ENGINE_OPTION_NAMES,
     GPU_ENGINES,
-    HYBRID_ONLY_OPTIONS,
     PART_ENGINES,
     Operator,
     PageRankOperator,
     StepsResult,
 )
+from webrank.backends.options import DEFAULTS, EngineOptions
 from webrank.errors import DeviceUnavailableError
 from webrank.graph import Graph
 
@@ -42,10 +41,9 @@ __all__ = [
     "CRITERIA",
     "DEVICES",
     "DTYPES",
-    "ENGINE_OPTION_NAMES",
     "GPU_ENGINES",
-    "HYBRID_ONLY_OPTIONS",
     "PART_ENGINES",
+    "EngineOptions",
     "Operator",
     "PageRankOperator",
     "StepsResult",
@@ -172,9 +170,9 @@ def _device_name(device_id: int) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def device_name(backend: str) -> str:
+def device_name(device: str) -> str:
     """What a result names as its device: the GPU's name, or the CPU and its threads."""
-    if backend == "gpu":
+    if device == "gpu":
         return gpu_name() or "GPU"
     from webrank.kernels.cpu import num_threads
 
@@ -184,7 +182,7 @@ def device_name(backend: str) -> str:
 
 
 def resolve_device(device: str, *, early: bool = False) -> str:
-    """Map ``"auto"``/``"cpu"``/``"gpu"`` to the backend that will run.
+    """Map ``"auto"``/``"cpu"``/``"gpu"`` to the device that will run.
 
     ``early``: decide once the GPU is probed, without waiting for the rest of a
     :func:`start_gpu_warmup` (the CUDA context, CuPy's imports): to build a graph where
@@ -218,23 +216,20 @@ def make_operator(
     personalization: np.ndarray | None,
     dangling: np.ndarray | None,
     dtype: str,
-    **options: Any,
+    options: EngineOptions = DEFAULTS,
 ) -> PageRankOperator:
-    """The Google-matrix operator of ``graph`` on ``device``: "cpu" (its step from the
-    ``engine`` option, :mod:`webrank.backends.cpu`), "gpu" (its engine from the
-    ``engine`` option, :mod:`webrank.backends.gpu_engines`), or "hybrid" (Kumar et al.'s
-    CPU+GPU split, :mod:`webrank.backends.hybrid`)."""
-    if device == "hybrid":
-        from webrank.backends.hybrid import HybridOperator
-
-        return HybridOperator(graph, alpha, personalization, dangling, dtype, **options)
+    """The Google-matrix operator of ``graph`` on ``device`` ("cpu" or "gpu"), running
+    the engine of ``options`` (checked for the device by
+    :meth:`EngineOptions.for_device`): the CPU's step (:mod:`webrank.backends.cpu`), a
+    GPU engine (:mod:`webrank.backends.gpu_engines`), or, engine ``"hybrid"``, Kumar et
+    al.'s CPU+GPU split (:mod:`webrank.backends.hybrid`)."""
     if device == "gpu":
         from webrank.backends.gpu_engines import make_gpu_operator
 
-        return make_gpu_operator(graph, alpha, personalization, dangling, dtype, **options)
+        return make_gpu_operator(graph, alpha, personalization, dangling, dtype, options)
     from webrank.backends.cpu import CPUOperator
 
-    return CPUOperator(graph, alpha, personalization, dangling, dtype, **options)
+    return CPUOperator(graph, alpha, personalization, dangling, dtype, options)
 
 
 def make_batch_operator(graph: Graph, *, device: str, alpha: float,

@@ -40,23 +40,6 @@ CPU_ENGINES = ("auto", "pull", "blocked")
 GPU_ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
 #: the steps of the parts of a partitioned run (one part per rank or GPU)
 PART_ENGINES = ("auto", "pull", "blocked")
-#: the tuning options (``engine_options=``) every GPU engine takes (the persistent
-#: engine ignores the CUDA-graph ones)
-GPU_COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
-#: the tuning options each GPU engine takes besides the common ones (documented with its
-#: class): the one list ``make_gpu_operator``, ``engine="auto"`` and ``pagerank`` check
-GPU_ENGINE_OPTIONS = {
-    "pull": ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder"),
-    "persistent": ("lanes_per_row", "heavy_threshold", "gpu_links", "reorder",
-                   "launch_steps"),
-    "blocked": ("part_rows", "chunk_bits"),
-    "stream": ("device_memory_limit", "chunk_edges"),
-}
-#: options only the CPU+GPU hybrid operator uses (its split of each row's in-links)
-HYBRID_ONLY_OPTIONS = ("gpu_links",)
-#: every name ``engine_options=`` may hold, on any device
-ENGINE_OPTION_NAMES = tuple(dict.fromkeys(
-    [*GPU_COMMON_OPTIONS, *(o for opts in GPU_ENGINE_OPTIONS.values() for o in opts)]))
 
 def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
                 scale: float = 1.0) -> int | None:

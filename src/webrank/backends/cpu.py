@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import CPU_ENGINES, PageRankOperator, StepsResult
+from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.backends.fixed_point import FixedPointMatrix
+from webrank.backends.options import DEFAULTS, EngineOptions
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
 
@@ -47,8 +48,9 @@ class CPUOperator(PageRankOperator):
 
     Parameters
     ----------
-    engine : {"auto", "pull", "blocked"}, default "auto"
-        The power step (see the module docstring). GPU engine names are refused.
+    options : EngineOptions
+        Its ``engine``, ``"auto"``, ``"pull"`` or ``"blocked"``: the power step (see the
+        module docstring), checked for the CPU by :meth:`EngineOptions.for_device`.
 
     Attributes
     ----------
@@ -70,11 +72,9 @@ class CPUOperator(PageRankOperator):
         personalization: np.ndarray | None,
         dangling: np.ndarray | None,
         dtype: str,
-        engine: str = "auto",
+        options: EngineOptions = DEFAULTS,
     ) -> None:
-        if engine not in CPU_ENGINES:
-            raise ValueError(f"engine {engine!r} is not a CPU engine; the CPU runs "
-                             f"{', '.join(repr(e) for e in CPU_ENGINES)}")
+        engine = options.engine
         super().__init__(graph, alpha, personalization, dangling, dtype)
         n = self.n
         self._v = np.full(n, 1.0 / n) if personalization is None else personalization

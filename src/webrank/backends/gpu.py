@@ -18,6 +18,7 @@ import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.arrays import array_module, to_device, to_host
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.backends.fixed_point import FixedPointMatrix
+from webrank.backends.options import CHECK_EVERY, EngineOptions
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
@@ -27,7 +28,6 @@ from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
 BLOCK = 256
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
-REORDERINGS = (None, "auto", "out-degree")
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
 # "auto" reorders graphs with at least this many edges (R-MAT 19 and up): smaller ones
@@ -231,34 +231,19 @@ class GPUOperator(OnGPU, PageRankOperator):
     device copy of the graph, the vectors, the CUDA-graph replay of :meth:`power_steps`
     and the generic products, and replace :meth:`_setup_engine` and :meth:`_step`.
 
-    Options (every engine)
-    ----------------------
-    check_every : int, default 16
-        Power steps queued between two reads of the residual history (without graphs).
-    graph_steps : int, default 32
-        Power steps captured in one CUDA graph; the graph is replayed, the residual
-        history read once per replay. Steps after convergence or past ``max_iter``
-        return at once on the device, so the answer is that of the exact step count.
-    use_graph : bool, default True
-        False queues plain kernel launches instead (for comparison).
-
-    Options (pull engine)
-    ---------------------
-    lanes_per_row : {1, 2, 4, 8, 16, 32}, optional
-        Threads that share one row of at most HEAVY_THRESHOLD in-links; default from the
-        average in-degree of those rows.
-    heavy_threshold : int, default HEAVY_THRESHOLD
-        Rows with more in-links are summed by warps of their own (Kumar et al.'s imbalance).
-    gpu_links : int, optional
-        Only the first ``gpu_links`` in-links of a row are summed here; a subclass adds
-        the rest (Kumar et al.'s hybrid split, :class:`~webrank.backends.hybrid.HybridOperator`).
-    reorder : {"auto", None, "out-degree"}, default "auto"
-        Store the gathered vector ``xs`` in another node order to make the gathers hit
-        the cache: ``"out-degree"`` packs the nodes most read (the most out-links) at
-        the front, so the hot part of ``xs`` stays in L2 (hub clustering). A one-off
-        relabelling of the in-link indices on the device (about 6 steps' time, cached
-        on the graph); nothing to undo, as ``x`` itself keeps the graph's order.
-        ``"auto"``: out-degree order for graphs of REORDER_MIN_EDGES edges or more.
+    Its options (:class:`~webrank.backends.options.EngineOptions`, checked there): every
+    engine's ``check_every``, ``graph_steps``, ``use_graph`` (power steps queued between
+    two reads of the residual history without graphs; steps captured in one CUDA graph,
+    whose replays stop at the exact step count; False: plain launches); the pull
+    engine's ``lanes_per_row``, ``heavy_threshold`` (rows with more in-links are summed
+    by warps of their own: Kumar et al.'s imbalance) and ``reorder``: ``"out-degree"``
+    stores the gathered vector ``xs`` with the nodes most read (the most out-links) at
+    the front, so that its hot part stays in L2 (hub clustering; a one-off relabelling
+    of the in-link indices on the device, about 6 steps' time, cached on the graph;
+    ``x`` keeps the graph's order); ``"auto"``: out-degree order for graphs of
+    REORDER_MIN_EDGES edges or more. ``gpu_links`` (the hybrid method's): only the
+    first ``gpu_links`` in-links of a row are summed here; the subclass adds the rest
+    (:class:`~webrank.backends.hybrid.HybridOperator`).
     """
 
     capabilities = frozenset({"adaptive", "fixed_point"})
@@ -274,23 +259,15 @@ class GPUOperator(OnGPU, PageRankOperator):
         personalization: np.ndarray | None,
         dangling: np.ndarray | None,
         dtype: str,
-        *,
-        check_every: int = 16,
-        graph_steps: int = 32,
-        use_graph: bool = True,
-        **engine_options: Any,
+        options: EngineOptions,
     ) -> None:
         import cupy as cp
 
         super().__init__(graph, alpha, personalization, dangling, dtype)
         self.xp = cp
-        if int(check_every) < 1:
-            raise ValueError("check_every must be a positive integer")
-        self.check_every = int(check_every)
-        if int(graph_steps) < 2 or int(graph_steps) % 2:
-            raise ValueError("graph_steps must be an even integer >= 2")
-        self.graph_steps = int(graph_steps)
-        self.use_graph = bool(use_graph)
+        self.check_every = CHECK_EVERY if options.check_every is None else options.check_every
+        self.graph_steps = options.graph_steps
+        self.use_graph = options.use_graph
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
         n = self.n
@@ -311,23 +288,17 @@ class GPUOperator(OnGPU, PageRankOperator):
         #: what the engine did, merged into the result's ``info``
         self.info: dict[str, Any] = {"engine": self.engine}
         self._pull_ready = False
-        self._setup_engine(**engine_options)
+        self._setup_engine(options)
 
-    def _setup_engine(
-        self,
-        *,
-        lanes_per_row: int | None = None,
-        heavy_threshold: int = HEAVY_THRESHOLD,
-        gpu_links: int | None = None,
-        reorder: str | None = "auto",
-    ) -> None:
+    def _setup_engine(self, options: EngineOptions) -> None:
         """The pull engine's own state: split heavy rows, gather order, lanes per row."""
         import cupy as cp
 
         graph, n = self.graph, self.n
-        if reorder not in REORDERINGS:
-            raise ValueError(f"reorder must be one of {REORDERINGS}, not {reorder!r}")
-        self.heavy_threshold = int(heavy_threshold)
+        lanes_per_row, gpu_links, reorder = (options.lanes_per_row, options.gpu_links,
+                                             options.reorder)
+        self.heavy_threshold = (HEAVY_THRESHOLD if options.heavy_threshold is None
+                                else int(options.heavy_threshold))
         if gpu_links is not None:
             # every row that is cut must go through the per-row sums
             self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
@@ -351,10 +322,8 @@ class GPUOperator(OnGPU, PageRankOperator):
         self._nseg = int(self._heavy["seg_row"].size)
         if lanes_per_row is None:
             self._group = kernels.pick_group(self._heavy["light_mean"] / 16)
-        elif lanes_per_row in kernels.GROUPS:
-            self._group = int(lanes_per_row)
         else:
-            raise ValueError(f"lanes_per_row must be one of {kernels.GROUPS}")
+            self._group = int(lanes_per_row)
         weighted = self._weighted
         self._kernel = kernels.get_kernel(
             graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
@@ -686,21 +655,17 @@ class PersistentGPUOperator(GPUOperator):
     per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
     tens of microseconds. Takes the pull engine's options, and
 
-    launch_steps : int, optional
-        Steps per launch (default: all of them, so a solve is one launch; with a
-        ``callback`` the default is 64, so that progress is reported).
+    ``launch_steps``: steps per launch (default: all of them, so a solve is one launch;
+    with a ``callback`` the default is 64, so that progress is reported).
     """
 
     engine = "persistent"
 
-    def _setup_engine(self, *, launch_steps: int | None = None, **pull_options: Any) -> None:
+    def _setup_engine(self, options: EngineOptions) -> None:
         import cupy as cp
 
-        if launch_steps is not None and (isinstance(launch_steps, bool)
-                                         or int(launch_steps) < 1):
-            raise ValueError("launch_steps must be a positive integer")
-        self.launch_steps = None if launch_steps is None else int(launch_steps)
-        super()._setup_engine(**pull_options)
+        self.launch_steps = options.launch_steps
+        super()._setup_engine(options)
         g = self.graph
         self._solve = kernels.get_kernel(g.indptr.dtype.name, g.indices.dtype.name,
                                          self.dtype.name, self._weighted, self._group,

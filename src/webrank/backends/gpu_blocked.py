@@ -21,8 +21,9 @@ import numpy as np
 import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import StepsResult
 from webrank.backends.gpu import GPUOperator, on_device
+from webrank.backends.gpu_blocked_budget import SUM_ITEMSIZE, default_plan_args, plan_args
+from webrank.backends.options import EngineOptions
 from webrank.blocking import (
-    MAX_LOCAL,
     BlockedLayout,
     BlockPlan,
     part_order_of,
@@ -32,26 +33,8 @@ from webrank.blocking import (
 from webrank.errors import DeviceMemoryError
 from webrank.kernels import cuda_blocked as kb
 
-__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device", "layout_on_device"]
-
-#: shared memory one gather block may use for its partition's sums (8-byte fixed point, see
-#: kernels.cuda_blocked): two blocks per SM must fit in an H100/H200 SM's 228 KiB beside
-#: their static arrays (about 9 KiB each)
-SUMS_BYTES = 96 * 1024
-SUM_ITEMSIZE = 8
-#: most bytes of xs a scatter block holds (one source chunk): 2**15 float32 sources, one
-#: block an SM. The plan takes chunks that large only where blocks would otherwise be
-#: small (larger chunks pay off on the largest graphs: docs/benchmarks.md)
-WINDOW_BYTES = 128 * 1024
-
-
-def default_plan_args(dtype: np.dtype) -> dict[str, int]:
-    """Partition rows and chunk bits that fit the shared-memory budgets for ``dtype``."""
-    item = np.dtype(dtype).itemsize
-    rows = min(MAX_LOCAL, SUMS_BYTES // SUM_ITEMSIZE)
-    bits = int(np.log2(WINDOW_BYTES // item))
-    return {"part_rows_max": rows, "chunk_bits_max": bits}
-
+__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device",
+           "default_plan_args", "layout_on_device"]
 
 def blocked_device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32",
                          weighted: bool = False, num_blocks: int | None = None) -> int:
@@ -222,34 +205,18 @@ class BlockedGPUOperator(GPUOperator):
     step (see the module docstring; shares :class:`~webrank.backends.gpu.GPUOperator`'s
     CUDA-graph replay).
 
-    Options
-    -------
-    part_rows : int, optional
-        Most rows per destination partition (default: what fits in a block's 96 KiB of
-        shared-memory sums: 24,576 in float32, 12,288 in float64).
-    chunk_bits : int, optional
-        Largest source chunk, ``2**chunk_bits`` ids (default and most: 128 KiB of
-        ``xs``, 2**15 sources in float32).
+    Its options (:class:`~webrank.backends.options.EngineOptions`): ``part_rows``, most
+    rows per destination partition (default and most: what fits in a block's 96 KiB
+    of 8-byte shared-memory sums, 12,288); ``chunk_bits``, the
+    largest source chunk, ``2**chunk_bits`` ids (default and most: 128 KiB of ``xs``,
+    2**15 sources in float32).
     """
 
     engine = "blocked"
 
-    def _setup_engine(self, *, part_rows: int | None = None, chunk_bits: int | None = None
-                      ) -> None:
+    def _setup_engine(self, options: EngineOptions) -> None:
         self.reorder = None  # xs is kept in the graph's own order
-        args = default_plan_args(self.dtype)
-        if part_rows is not None:
-            if not 1 <= int(part_rows) <= args["part_rows_max"]:
-                raise ValueError(f"part_rows must be in 1..{args['part_rows_max']} for "
-                                 f"{self.dtype.name}, not {part_rows!r}")
-            args["part_rows_max"] = int(part_rows)
-        if chunk_bits is not None:
-            top = args["chunk_bits_max"]
-            if not 6 <= int(chunk_bits) <= top:
-                raise ValueError(f"chunk_bits must be in 6..{top} for {self.dtype.name}, "
-                                 f"not {chunk_bits!r}")
-            args["chunk_bits_max"] = int(chunk_bits)
-        self._plan_args = args
+        self._plan_args = plan_args(self.dtype, options.part_rows, options.chunk_bits)
         self._layout: BlockedLayout | None = None
 
     # -- the layout, built when the first power step needs it ---------------------------
@@ -305,7 +272,7 @@ class BlockedGPUOperator(GPUOperator):
         """The pull engine's state, for the methods that only it implements (adaptive,
         fixed point): set up on first use."""
         if not self._pull_ready:
-            GPUOperator._setup_engine(self, reorder=None)
+            GPUOperator._setup_engine(self, EngineOptions(reorder=None))
 
     def adaptive_steps(self, *args: Any, **kwargs: Any) -> StepsResult:
         self._ensure_pull()

@@ -25,16 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from webrank.backends.base import GPU_COMMON_OPTIONS, GPU_ENGINE_OPTIONS, GPU_ENGINES
+from webrank.backends.base import GPU_ENGINES, PageRankOperator
 from webrank.backends.gpu import GPUOperator, PersistentGPUOperator
 from webrank.backends.gpu_blocked import BlockedGPUOperator, blocked_device_bytes
 from webrank.backends.gpu_stream import StreamedGPUOperator
+from webrank.backends.hybrid import HybridOperator
+from webrank.backends.options import EngineOptions
 
-__all__ = ["ENGINES", "choose_engine", "make_gpu_operator"]
+__all__ = ["ENGINES", "ENGINE_CLASSES", "choose_engine", "make_gpu_operator"]
 
 ENGINES = GPU_ENGINES
-_CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
-            "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator}
+#: the operator class of each engine (``"hybrid"``: ``method="hybrid"``'s)
+ENGINE_CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
+                  "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator,
+                  "hybrid": HybridOperator}
 #: the persistent engine runs graphs whose pull working set fits in this share of L2
 PERSISTENT_L2_SHARE = 1.0
 
@@ -76,10 +80,11 @@ def link_locality(graph: Any, window: int = 1 << 15, samples: int = 1 << 16,
     return float(np.mean(np.abs(src.astype(np.int64) - rows) < window))
 
 
-def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str, str]:
-    """``(engine, reason)`` for ``engine="auto"``.
+def choose_engine(graph: Any, dtype: str, candidates: tuple[str, ...]) -> tuple[str, str]:
+    """``(engine, reason)`` for ``engine="auto"``, one of ``candidates`` (the engines
+    taking every option given, :meth:`EngineOptions.candidates`: an option that only
+    some engines take narrows the choice to them):
 
-    * an option that only some engines take narrows the choice to them;
     * ``stream`` when the graph and its vectors do not fit in free device memory (or a
       ``device_memory_limit`` is given);
     * ``persistent`` while the pull step's working set fits in L2: a step is then tens of
@@ -93,15 +98,11 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
     """
     import cupy as cp
 
-    given = set(options) - set(GPU_COMMON_OPTIONS)
-    candidates = [e for e, own in GPU_ENGINE_OPTIONS.items() if given <= set(own)]
-    if not candidates:
-        return "pull", "options of several engines given"  # make_gpu_operator says which
     n, m = graph.n, graph.num_edges
     l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
     working = pull_working_bytes(n, m, dtype)
     free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-    if candidates == ["stream"] or ("stream" in candidates and not graph.on_gpu
+    if candidates == ("stream",) or ("stream" in candidates and not graph.on_gpu
                                     and working > 0.9 * free):
         return "stream", (f"the graph ({working / 2**30:.1f} GiB with its vectors) does not "
                           f"fit in free device memory ({free / 2**30:.1f} GiB): streamed "
@@ -126,18 +127,14 @@ def choose_engine(graph: Any, dtype: str, options: dict[str, Any]) -> tuple[str,
 
 
 def make_gpu_operator(graph: Any, alpha: float, personalization: Any, dangling: Any,
-                      dtype: str, *, engine: str = "auto", **options: Any) -> GPUOperator:
-    """The GPU operator of ``engine`` (``"auto"``: :func:`choose_engine`); ValueError for
-    an unknown engine or an option the engine does not take."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; not {engine!r}")
-    reason = "requested"
+                      dtype: str, options: EngineOptions) -> PageRankOperator:
+    """The GPU operator of ``options.engine`` (``"auto"``: :func:`choose_engine`, its
+    reason in ``info["engine_reason"]``), the options checked already
+    (:meth:`EngineOptions.for_device`)."""
+    engine, reason = options.engine, "requested"
     if engine == "auto":
-        engine, reason = choose_engine(graph, dtype, options)
-    wrong = sorted(set(options) - set(GPU_ENGINE_OPTIONS[engine]) - set(GPU_COMMON_OPTIONS))
-    if wrong:
-        raise ValueError(f"options {wrong} do not apply to engine {engine!r} (it takes "
-                         f"{', '.join(GPU_ENGINE_OPTIONS[engine])})")
-    op = _CLASSES[engine](graph, alpha, personalization, dangling, dtype, **options)
-    op.info["engine_reason"] = reason
+        engine, reason = choose_engine(graph, dtype, options.candidates())
+    op = ENGINE_CLASSES[engine](graph, alpha, personalization, dangling, dtype, options)
+    if engine != "hybrid":  # (the hybrid method's split is in its own info entries)
+        op.info["engine_reason"] = reason
     return op

@@ -23,6 +23,7 @@ import numpy as np
 import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import PageRankOperator, StepsResult, first_below
 from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, OnGPU, heavy_segments
+from webrank.backends.options import EngineOptions
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
@@ -41,17 +42,14 @@ def stream_vector_bytes(n: int, dtype: str) -> int:
 class StreamedGPUOperator(OnGPU, PageRankOperator):
     """The Google matrix on a GPU with the CSR streamed from pinned host memory.
 
-    Options
-    -------
-    device_memory_limit : int, optional
-        Bytes this engine may hold on the device (vectors + two chunk buffers); default:
-        90% of the free device memory.
-    chunk_edges : int, optional
-        Links per chunk (default: half of what the limit leaves for the buffers, at most
-        2**28); at least the largest in-degree.
-    check_every : int, default 1
-        Steps between two reads of the residual (a streamed step takes long enough that
-        reading it every step costs nothing).
+    Its options (:class:`~webrank.backends.options.EngineOptions`):
+    ``device_memory_limit``, the bytes this engine may hold on the device (vectors + two
+    chunk buffers; default: 90% of the free device memory); ``chunk_edges``, links per
+    chunk (default: half of what the limit leaves for the buffers, at most 2**28; at
+    least the largest in-degree); ``check_every`` (default 1: a streamed step takes long
+    enough that reading the residual every step costs nothing). ``graph_steps`` and
+    ``use_graph`` are taken and unused: a streamed step is not a CUDA graph (its copies
+    and kernels are queued per chunk).
     """
 
     name = "gpu"
@@ -59,13 +57,8 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
     engine = "stream"
 
     def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
-                 dangling: np.ndarray | None, dtype: str, *,
-                 device_memory_limit: int | None = None, chunk_edges: int | None = None,
-                 check_every: int = 1, graph_steps: int | None = None,
-                 use_graph: bool | None = None) -> None:
-        # graph_steps and use_graph are accepted and unused: a streamed step is not a
-        # CUDA graph (its copies and kernels are queued per chunk)
-        del graph_steps, use_graph
+                 dangling: np.ndarray | None, dtype: str,
+                 options: EngineOptions) -> None:
         import cupy as cp
 
         if graph.on_gpu:
@@ -73,7 +66,8 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                              "graph.to_host()")
         super().__init__(graph, alpha, personalization, dangling, dtype)
         self.xp = cp
-        self.check_every = max(1, int(check_every))
+        self.check_every = 1 if options.check_every is None else options.check_every
+        device_memory_limit, chunk_edges = options.device_memory_limit, options.chunk_edges
         n, m = graph.n, graph.num_edges
         item = self.dtype.itemsize
         tv = graph.transition_values()

@@ -21,49 +21,41 @@ measure Kumar et al.'s design honestly (``webrank bench hybrid``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any
 
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.gpu import GPUOperator
+from webrank.backends.options import DEFAULT_GPU_LINKS, EngineOptions
 from webrank.graph import Graph
 from webrank.kernels import cpu as cpu_kernels
-
-DEFAULT_GPU_LINKS = 1024  # in-links per row left to the GPU when none is given
 
 
 class HybridOperator(GPUOperator):
     """GPU operator whose long rows are finished on the CPU every step (Kumar et al.).
 
-    Parameters
-    ----------
-    gpu_links : int, default DEFAULT_GPU_LINKS
-        N: the GPU sums the first N in-links of every row, the CPU the rest. Larger N
-        leaves less to the CPU; with N above the largest in-degree nothing is.
-
-    Other parameters are those of :class:`~webrank.backends.gpu.GPUOperator`; CUDA graphs
-    are off (the host takes part in every step).
+    Its options (:class:`~webrank.backends.options.EngineOptions`, ``HYBRID_OPTIONS``):
+    ``gpu_links`` (default DEFAULT_GPU_LINKS), N: the GPU sums the first N in-links of
+    every row, the CPU the rest. Larger N leaves less to the CPU; with N above the
+    largest in-degree nothing is. ``lanes_per_row`` and ``heavy_threshold`` as for
+    :class:`~webrank.backends.gpu.GPUOperator`. CUDA graphs are off (the host takes part
+    in every step), and the gathered vector keeps the graph's order (the CPU's share
+    reads the host CSR).
     """
 
     name = "hybrid"
 
     def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
-                 dangling: np.ndarray | None, dtype: str, *,
-                 gpu_links: int = DEFAULT_GPU_LINKS, **options: Any) -> None:
+                 dangling: np.ndarray | None, dtype: str,
+                 options: EngineOptions) -> None:
         import cupy as cp
 
-        if isinstance(gpu_links, bool) or not isinstance(gpu_links, int | np.integer) \
-                or gpu_links < 1:
-            raise ValueError(f"gpu_links must be a positive integer, not {gpu_links!r}")
-        for fixed in ("use_graph", "check_every", "reorder", "engine", "part_rows",
-                      "chunk_bits", "launch_steps", "device_memory_limit", "chunk_edges"):
-            if fixed in options:
-                raise ValueError(f"option {fixed!r} does not apply to the hybrid method")
+        gpu_links = DEFAULT_GPU_LINKS if options.gpu_links is None else options.gpu_links
         # the CPU's share gathers from the host CSR in the graph's own order
-        super().__init__(graph, alpha, personalization, dangling, dtype, use_graph=False,
-                         check_every=1, gpu_links=int(gpu_links), reorder=None, **options)
+        super().__init__(graph, alpha, personalization, dangling, dtype, dataclasses.replace(
+            options, use_graph=False, check_every=1, gpu_links=int(gpu_links), reorder=None))
         self.gpu_links = int(gpu_links)
         host = graph.to_host()  # the CPU's share reads the host CSR
         indptr = host.indptr
@@ -79,7 +71,8 @@ class HybridOperator(GPUOperator):
         self._tail_host = gpu_arrays.pinned_empty(rows.size, dtype=np.float64)
         self._tail_dev = cp.empty(rows.size, dtype=np.float64)
         total = int(deg.sum())
-        self.stats: dict[str, Any] = {
+        # the split and its costs, in the result's info (updated by every step)
+        self.info.update({
             "gpu_links": self.gpu_links,
             "cpu_rows": int(rows.size),
             "cpu_edge_share": float((self._tail_end - self._tail_begin).sum() / total)
@@ -87,12 +80,12 @@ class HybridOperator(GPUOperator):
             "cpu_seconds": 0.0,
             "wait_seconds": 0.0,
             "steps": 0,
-        }
+        })
 
     def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
               chunk_len, max_steps):
         """One step with the long rows' tails summed on the CPU while the GPU works."""
-        self.stats["steps"] += 1
+        self.info["steps"] += 1
         if not self._tail_begin.size:
             return super()._step(xs_in, x_in, row_in, row_out, mode, x_out, xs_out,
                                  step0, chunk_len, max_steps)
@@ -107,5 +100,5 @@ class HybridOperator(GPUOperator):
         gpu_arrays.scatter_add(self._tail_rows, self._tail_dev, self._heavy_sum)
         self._launch_fused(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
                            chunk_len, max_steps)
-        self.stats["wait_seconds"] += t1 - t0
-        self.stats["cpu_seconds"] += t2 - t1
+        self.info["wait_seconds"] += t1 - t0
+        self.info["cpu_seconds"] += t2 - t1
