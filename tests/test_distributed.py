@@ -66,6 +66,27 @@ def test_bounds_balance_links_and_cover_the_rows(rng):
         split_graph(tiny, bounds=np.array([0, 3]))
 
 
+class _DeviceLike:
+    """Row pointers that, like a GPU array, are not a NumPy array: read one entry at a
+    time."""
+
+    def __init__(self, a):
+        self._a, self.size = a, a.size
+
+    def __getitem__(self, i):
+        return self._a[i]
+
+
+def test_bounds_of_gpu_row_pointers_bisect_to_the_same_rows(rng):
+    """A GPU graph's bounds come from a bisection of single entries (no kernel): the
+    rows NumPy's searchsorted gives, hubs and empty rows included."""
+    for g in (random_graph(rng, 5000, 60000), random_graph(rng, 300, 900),
+              webrank.Graph.from_edges([0, 1], [1, 0])):
+        for p in (1, 2, 3, 7):
+            np.testing.assert_array_equal(edge_balanced_bounds(_DeviceLike(g.indptr), p),
+                                          edge_balanced_bounds(g.indptr, p))
+
+
 def test_histogram_bounds_agree_with_the_csr(rng):
     g = random_graph(rng, 4000, 50000)
     dst = g.targets

@@ -118,6 +118,29 @@ def test_every_gpu_from_one_process(rng, method, engine, dtype):
 
 
 @two_gpus
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_gpu_graph_goes_to_the_other_gpus_device_to_device(rng, weighted):
+    """A graph held on a GPU is split there and its parts copied to the GPUs that run
+    them: its own arrays are left as they were (a placement renames its parts' sources
+    in place), and the scores are one GPU's."""
+    gpus = gpu_count()
+    host = random_graph(rng, 50000, 600000, weighted=weighted)
+    g = host.to_device()
+    indices, out_weight = g.indices.get(), g.out_weight.get()
+    r = webrank.pagerank(g, device="gpu", gpus=gpus, force_gpus=True, tol=1e-11)
+    one = webrank.pagerank(host, device="gpu", engine="pull", tol=1e-11)
+    assert r.info["parts"] == gpus and r.info["placement_reused"] is False
+    assert np.abs(r.scores - one.scores).sum() < 1e-12
+    np.testing.assert_array_equal(g.indices.get(), indices)
+    np.testing.assert_array_equal(g.out_weight.get(), out_weight)
+    again = webrank.pagerank(g, device="gpu", gpus=gpus, force_gpus=True, tol=1e-11,
+                             alpha=0.7)
+    assert again.info["placement_reused"] is True
+    ref = webrank.pagerank(host, device="gpu", engine="pull", tol=1e-11, alpha=0.7)
+    assert np.abs(again.scores - ref.scores).sum() < 1e-12
+
+
+@two_gpus
 def test_placement_is_kept_and_reused(rng):
     """The parts stay on the GPUs between calls: other alphas, personalization and
     tolerances reuse them and agree with one GPU; another GPU count replaces them."""

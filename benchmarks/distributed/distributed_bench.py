@@ -242,6 +242,20 @@ def measure_scaling(scales: list[int], real: str | None = None) -> dict[str, Any
                         row[f"{gpus}gpu_blocked"]["whole_ms"])
             row[f"{gpus}gpu_step_speedup"] = best1 / step
             row[f"{gpus}gpu_whole_speedup"] = whole1 / whole
+        if counts[-1] > 1:  # the same graph held on GPU 0: split there, parts copied over
+            gd = g.to_device()
+            gpus = counts[-1]
+            sync_all()
+            t0 = time.perf_counter()
+            r = webrank.pagerank(gd, tol=TOL, device="gpu", dtype="float32", gpus=gpus,
+                                 force_gpus=True, engine="blocked")
+            row[f"{gpus}gpu_from_gpu_graph"] = {
+                "first_s": time.perf_counter() - t0, "placement_s": r.info["placement_s"],
+                "placement_phases": r.info["placement_phases"],
+                "l1_vs_1gpu": float(np.abs(r.scores - ref).sum())}
+            print(scale, "from a GPU graph", row[f"{gpus}gpu_from_gpu_graph"], flush=True)
+            _forget_all(gd)
+            del gd, r
         out[f"rmat{scale}"] = row
         print(scale, {k: v for k, v in row.items() if "speedup" in k or "exchange" in k},
               flush=True)

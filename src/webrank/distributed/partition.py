@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import to_host
 from webrank.graph import Graph
 
 __all__ = ["Part", "edge_balanced_bounds", "histogram_bounds", "split_graph"]
@@ -89,9 +90,25 @@ def edge_balanced_bounds(indptr: np.ndarray, parts: int) -> np.ndarray:
     n = indptr.size - 1
     m = int(indptr[-1])
     targets = np.arange(parts + 1, dtype=np.float64) * (m / parts)
-    bounds = np.searchsorted(np.asarray(indptr), targets, side="left").astype(np.int64)
+    if isinstance(indptr, np.ndarray):
+        bounds = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    else:  # a GPU's row pointers: a bisection of single reads (no kernel to compile)
+        bounds = np.array([_first_at_least(indptr, t) for t in targets], dtype=np.int64)
     bounds[0], bounds[-1] = 0, n
     return np.maximum.accumulate(np.clip(bounds, 0, n))
+
+
+def _first_at_least(indptr: Any, target: float) -> int:
+    """The first row ``r`` with ``indptr[r] >= target`` (``np.searchsorted``'s left
+    side), by bisection over single entries of a GPU array."""
+    lo, hi = 0, indptr.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if int(indptr[mid]) < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def histogram_bounds(counts: np.ndarray, n: int, parts: int) -> np.ndarray:
@@ -110,10 +127,12 @@ def histogram_bounds(counts: np.ndarray, n: int, parts: int) -> np.ndarray:
 
 
 def split_graph(graph: Graph, parts: int | None = None,
-                bounds: np.ndarray | None = None) -> list[Part]:
+                bounds: np.ndarray | None = None, *, on_device: bool = False) -> list[Part]:
     """The graph as ``parts`` row parts (``bounds`` from :func:`edge_balanced_bounds`
-    unless given). Host arrays; the part's CSR is a view of the graph's where it can be."""
-    g = graph.to_host()
+    unless given): each part's links and out-weights are views of the graph's, its row
+    pointers rebased to 0. Host arrays, or with ``on_device`` a GPU graph's parts stay
+    on its GPU (views of its arrays: copy a part before changing it)."""
+    g = graph if on_device and graph.on_gpu else graph.to_host()
     if bounds is None:
         bounds = edge_balanced_bounds(g.indptr, int(parts or 1))
     bounds = np.asarray(bounds, dtype=np.int64)
@@ -124,8 +143,9 @@ def split_graph(graph: Graph, parts: int | None = None,
     def part(i: int) -> Part:
         r0, r1 = int(bounds[i]), int(bounds[i + 1])
         lo, hi = int(indptr[r0]), int(indptr[r1])
-        # rebased to 0, in int32 where the part's links allow (one pass, half the bytes)
-        ptr = np.subtract(indptr[r0:r1 + 1], lo,
+        # rebased to 0, in int32 where the part's links allow (one pass, half the bytes;
+        # a GPU graph's on the host: its part goes up from there)
+        ptr = np.subtract(to_host(indptr[r0:r1 + 1]), lo,
                           dtype=np.int32 if hi - lo < 2**31 else np.int64)
         return Part(index=i, row_begin=r0, row_end=r1, n=g.n, indptr=ptr,
                     indices=g.indices[lo:hi],
@@ -133,7 +153,7 @@ def split_graph(graph: Graph, parts: int | None = None,
                     out_weight=g.out_weight[r0:r1])
 
     count = bounds.size - 1
-    if count < 2 or g.n < 1 << 20:
+    if count < 2 or g.n < 1 << 20 or g.on_gpu:
         return [part(i) for i in range(count)]
     from concurrent.futures import ThreadPoolExecutor
 

@@ -317,6 +317,25 @@ def gpus_for(graph: Any, gpus: int, dtype: str, *, force: bool = False) -> tuple
                  f"runs on {gpus})")
 
 
+def _copy_to_their_gpus(parts: list[Part], devices: list[int]) -> None:
+    """The parts of a graph held on a GPU (views of its arrays there) copied device to
+    device to the GPUs they run on (over NVLink or PCIe, not through the host). Each part
+    gets arrays of its own, as a placement renames its sources in place; the weights come
+    to the host, where the placement converts them to the run's precision."""
+    import cupy as cp
+
+    for part, device in zip(parts, devices, strict=True):
+        if part.weights is not None:
+            part.weights = part.weights.get()
+        for name in ("indices", "out_weight"):
+            view = getattr(part, name)
+            with cp.cuda.Device(device):
+                own = cp.empty(view.shape, dtype=view.dtype)
+                if view.size:  # (a peer copy where the devices differ)
+                    own.data.copy_from_device(view.data, view.nbytes)
+            setattr(part, name, own)
+
+
 def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
                        personalization: np.ndarray | None, dangling: np.ndarray | None,
                        dtype: str, check_every: int = 16, engine: str = "auto") -> Any:
@@ -339,7 +358,9 @@ def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
         t0 = time.perf_counter()
         comm, devices = make_comm("gpu", Launch(None, 0, 1, 0, 1), gpus=int(gpus))
         t1 = time.perf_counter()
-        parts = split_graph(graph, int(gpus))
+        parts = split_graph(graph, int(gpus), on_device=True)
+        if graph.on_gpu:
+            _copy_to_their_gpus(parts, devices)
         bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)
         t2 = time.perf_counter()
         placement = Placement.build(parts, bounds, comm, devices, dtype, engine)
