@@ -28,6 +28,7 @@ import numpy as np
 
 from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.graph import Graph
+from webrank.kernels.criteria import StopTest
 
 CRITERIA = ("l1", "l2", "linf")
 #: storage precisions of the gathered vector (the iterate and its sums are float64)
@@ -43,19 +44,10 @@ PART_ENGINES = ("auto", "pull", "blocked")
 
 def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
                 scale: float = 1.0) -> int | None:
-    """Scan a batch of step residuals read back from a device.
-
-    ``res[s - first]`` is the residual of step ``s`` as the kernels keep it (squared under
-    L2, ``crit`` 1). Returns the first step whose residual is below ``tol_cmp``, or None;
-    tells ``callback`` (if given) that step, or the batch's last, and its residual (the
-    square root under L2, times ``scale``: a fixed-point run's unit)."""
-    below = np.flatnonzero(res < tol_cmp)
-    stop = first + int(below[0]) if below.size else None
-    if callback is not None:
-        r = res[below[0]] if below.size else res[-1]
-        callback(stop or first + res.size - 1,
-                 float((np.sqrt(r) if crit == 1 else r) * scale))
-    return stop
+    """:meth:`StopTest.first_below <webrank.kernels.criteria.StopTest.first_below>` of the
+    test ``(crit, tol_cmp, scale)``, for callers that hold the test as its numbers
+    (:mod:`webrank.distributed.operator`)."""
+    return StopTest(crit, tol_cmp, scale).first_below(res, first, callback)
 
 
 @dataclass

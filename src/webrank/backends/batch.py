@@ -30,7 +30,8 @@ from webrank.backends.base import Operator
 from webrank.backends.seeds import SeedColumns, SeedRows
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
-from webrank.kernels.cpu import CRITERION_CODE, chunk_bounds, default_chunks
+from webrank.kernels.cpu import chunk_bounds, default_chunks
+from webrank.kernels.criteria import CRITERION_CODE
 
 __all__ = ["ArrayBatchOperator", "Batch", "BatchOperator", "CPUBatchOperator",
            "cpu_batch_operator"]

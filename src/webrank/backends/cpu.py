@@ -29,6 +29,7 @@ from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.backends.options import DEFAULTS, EngineOptions
 from webrank.graph import Graph
 from webrank.kernels import cpu as kernels
+from webrank.kernels.criteria import Q63_ULP, StopTest
 
 #: "auto" takes the blocked step when a solve is expected to take at least this many
 #: steps (``log(tol) / log(alpha)``, at most ``max_iter``). Measured by
@@ -138,7 +139,7 @@ class CPUOperator(PageRankOperator):
         callback: Any = None,
     ) -> StepsResult:
         g = self.graph
-        crit, tol_cmp = kernels.kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         x = np.array(x, dtype=np.float64)
         xs = (x * self._inv_out).astype(self.dtype)
         x_next = np.empty_like(x)
@@ -154,7 +155,7 @@ class CPUOperator(PageRankOperator):
             layout = self._blocked_layout()
             partial = np.zeros((layout.part_ptr.size, 3))
         terms = kernels.StepTerms(v=self._v_k, d=self._d_k, inv_out=self._inv_out,
-                                  alpha=self.alpha, crit=crit)
+                                  alpha=self.alpha, crit=test.code)
         while steps < max_steps:
             if layout is not None:
                 res, dm, mass = kernels.blocked_step(
@@ -174,11 +175,11 @@ class CPUOperator(PageRankOperator):
                 delta = True
             x, x_next = x_next, x
             xs, xs_next = xs_next, xs
-            residuals.append(float(np.sqrt(res) if crit == 1 else res))
+            residuals.append(float(test.residuals(res)))
             steps += 1
             if callback is not None:
                 callback(steps, residuals[-1])
-            if res < tol_cmp:
+            if res < test.tol_cmp:
                 converged = True
                 break
         self.matvecs += steps
@@ -229,7 +230,7 @@ class CPUOperator(PageRankOperator):
         from webrank.kernels import cpu_adaptive
 
         g = self.graph
-        crit, tol_cmp = kernels.kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         # both buffers hold x, so the rows not in `rows` keep their value in either
         x_cur = np.array(x, dtype=np.float64)
         x_new = x_cur.copy()
@@ -244,15 +245,15 @@ class CPUOperator(PageRankOperator):
         while done < steps:
             res, ddm = cpu_adaptive.adaptive_step(
                 g.indptr, g.indices, vals, xs=xs_cur, x=x_cur, v=self._v_k, d=self._d_k,
-                inv_out=self._inv_out, alpha=self.alpha, dm=dm, crit=crit,
+                inv_out=self._inv_out, alpha=self.alpha, dm=dm, crit=test.code,
                 theta=float(theta), rows=rows, bounds=bounds, calm=calm, x_out=x_new,
                 xs_out=xs_new, partial=partial)
             dm += ddm
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
-            residuals[done] = np.sqrt(res) if crit == 1 else res
+            residuals[done] = test.residuals(res)
             done += 1
-            if res < tol_cmp:
+            if res < test.tol_cmp:
                 converged = True
                 break
         self.matvecs += done
@@ -266,8 +267,7 @@ class CPUOperator(PageRankOperator):
         from webrank.kernels import cpu_fixed
 
         g = self.graph
-        ulp = kernels.Q63_ULP
-        crit, tol_cmp = kernels.kernel_criterion(criterion, tol, ulp)
+        test = StopTest.of(criterion, tol, Q63_ULP)
         x_cur = np.array(x, dtype=np.uint64)
         x_new = np.empty_like(x_cur)
         xs_cur = cpu_fixed.mulfrac_array(x_cur, matrix.node_scale, matrix.product)
@@ -281,16 +281,16 @@ class CPUOperator(PageRankOperator):
             res, dm = cpu_fixed.fixed_step(
                 g.indptr, g.indices, matrix.edge_vals, xs=xs_cur, x=x_cur,
                 node_scale=matrix.node_scale, tele=matrix.tele, dist=matrix.dist,
-                alpha_q=matrix.alpha_q, dm=dm, crit=crit, product=matrix.product,
+                alpha_q=matrix.alpha_q, dm=dm, crit=test.code, product=matrix.product,
                 bounds=self._bounds, x_out=x_new, xs_out=xs_new, partial_res=partial_res,
                 partial_dm=partial_dm, calm=calm, theta=theta, patience=patience)
             x_cur, x_new = x_new, x_cur
             xs_cur, xs_new = xs_new, xs_cur
-            residuals.append(float((np.sqrt(res) if crit == 1 else res) * ulp))
+            residuals.append(float(test.residuals(res)))
             done += 1
             if callback is not None:
                 callback(done, residuals[-1])
-            if res < tol_cmp:
+            if res < test.tol_cmp:
                 converged = True
                 break
         self.matvecs += done

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.arrays import array_module, to_device, to_host
-from webrank.backends.base import PageRankOperator, StepsResult, first_below
+from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.backends.fixed_point import FixedPointMatrix
+from webrank.backends.gpu_replay import Replay, kept_residuals
 from webrank.backends.options import CHECK_EVERY, EngineOptions
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
-from webrank.kernels.cpu import Q63_ULP, kernel_criterion
-from webrank.kernels.cuda_common import ACC_WIDTH, DELTA, FIRST_DELTA, PLAIN
+from webrank.kernels.criteria import Q63_ULP, StopTest
+from webrank.kernels.cuda_common import ACC_WIDTH
 
 BLOCK = 256
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
@@ -223,34 +225,187 @@ class OnGPU:
         return out
 
 
+@dataclass(frozen=True)
+class DeviceMatrix:
+    """The Google matrix of one graph on the current device, as an engine's step object
+    reads it (the operator's own arrays, not copies).
+
+    Attributes
+    ----------
+    graph : Graph
+        The graph (the device caches of its CSR, heavy rows and gather orders).
+    n : int
+        Nodes.
+    alpha : float
+        Damping factor.
+    dtype : numpy.dtype
+        Storage precision of the gathered vector.
+    csr : dict
+        ``indptr``, ``indices`` (the in-link CSR), ``dangling`` and ``inv_out`` on the
+        device (:func:`upload_csr`).
+    vals : cupy.ndarray
+        The in-links' transition values in ``dtype`` (a weighted graph), else one zero.
+    weighted : bool
+        Whether the graph has weights.
+    inv_out : cupy.ndarray
+        ``1 / out-degree`` per node (1 for weighted graphs), float64.
+    v, d : cupy.ndarray
+        Teleport and dangling distributions, float64.
+    uniform_v, uniform_d : bool
+        Whether ``v`` / ``d`` are uniform (the kernels then read one value).
+    sms : int
+        The device's multiprocessors.
+    """
+
+    graph: Graph
+    n: int
+    alpha: float
+    dtype: np.dtype
+    csr: dict[str, Any]
+    vals: Any
+    weighted: bool
+    inv_out: Any
+    v: Any
+    d: Any
+    uniform_v: bool
+    uniform_d: bool
+    sms: int
+
+
+class PullStep:
+    """The pull engine's power step: one fused CSR kernel over every row
+    (:mod:`webrank.kernels.cuda`), the rows of more than ``heavy_threshold`` in-links
+    summed before it by warps of their own (Kumar et al.'s imbalance); a
+    :class:`~webrank.backends.gpu_replay.ReplayedStep`.
+
+    Made once per operator from its options (``lanes_per_row``, ``heavy_threshold``,
+    ``reorder``, ``gpu_links``; see :class:`GPUOperator`). Its row split (``group``,
+    ``heavy_threshold``, ``grid``) is also what the adaptive and fixed-point steps use;
+    the hybrid method queues its two kernels apart (:meth:`launch_heavy`,
+    :meth:`launch_fused`) and adds the CPU's sums to ``heavy_sum`` between them.
+    """
+
+    def __init__(self, matrix: DeviceMatrix, options: EngineOptions) -> None:
+        import cupy as cp
+
+        self.matrix = m = matrix
+        graph, n = m.graph, m.n
+        gpu_links, reorder = options.gpu_links, options.reorder
+        threshold = (HEAVY_THRESHOLD if options.heavy_threshold is None
+                     else int(options.heavy_threshold))
+        if gpu_links is not None:
+            # every row that is cut must go through the per-row sums
+            threshold = min(threshold, int(gpu_links))
+        self.heavy_threshold = threshold
+        self.heavy = on_device(
+            graph, ("heavy", threshold, gpu_links), 24 * graph.num_edges // HEAVY_SEGMENT,
+            lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in heavy_segments(graph.indptr, threshold, gpu_links).items()})
+        if reorder == "auto":
+            reorder = "out-degree" if graph.num_edges >= REORDER_MIN_EDGES else None
+        self.reorder = reorder
+        indices = m.csr["indices"]
+        if reorder is None:
+            self.gather_indices = indices
+            self.xs_pos = cp.zeros(1, dtype=indices.dtype)
+        else:
+            self.xs_pos, self.gather_indices = on_device(
+                graph, ("reorder", reorder), 4 * graph.num_edges + 4 * n,
+                lambda: gather_order(indices, n, reorder))
+        self.n_heavy = self.heavy["n_heavy"]
+        self.nseg = int(self.heavy["seg_row"].size)
+        self.group = (kernels.pick_group(self.heavy["light_mean"] / 16)
+                      if options.lanes_per_row is None else int(options.lanes_per_row))
+        ip, ix = graph.indptr.dtype.name, graph.indices.dtype.name
+        self._kernel = kernels.get_kernel(ip, ix, m.dtype.name, m.weighted, self.group)
+        rows_per_block = BLOCK // self.group
+        self.grid = int(min(max(1, -(-n // rows_per_block)), m.sms * 16))
+        # per-row sums of the split rows (zero again after each step reads them)
+        self.heavy_sum = cp.zeros(n if self.n_heavy else 1, dtype=np.float64)
+        if self.n_heavy:
+            self._heavy_kernel = kernels.get_kernel(ip, ix, m.dtype.name, m.weighted, None)
+            self._heavy_grid = int(min(-(-self.nseg // (BLOCK // 32)), m.sms * 16))
+        # rows above this many in-links take the heavy path (none: no row does)
+        self.threshold = threshold if self.n_heavy else np.iinfo(np.int64).max
+
+    def gather_vector(self, x: Any) -> Any:
+        """``x / out_degree`` in the storage dtype and in the gather order (one kernel)."""
+        m = self.matrix
+        return gpu_arrays.gather_vector(x, m.inv_out, m.dtype,
+                                        None if self.reorder is None else self.xs_pos,
+                                        m.csr["indices"].dtype)
+
+    def begin(self, test: StopTest, chunk: Any) -> None:
+        """Zero the split rows' sums and bind the kernels' arguments that stay the same
+        through a run (cast and placed): a launch then names the dozen that change."""
+        m, h = self.matrix, self.heavy
+        self.heavy_sum.fill(0)
+        self._heavy_args = kernels.HEAVY_ROWS.bind(
+            nseg=self.nseg, seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
+            indices=self.gather_indices, vals=m.vals, heavy_sum=self.heavy_sum,
+            tol_cmp=test.tol_cmp, chunk=chunk)
+        self._fused_args = kernels.FUSED_STEP.bind(
+            n=m.n, indptr=m.csr["indptr"], indices=self.gather_indices,
+            vals=m.vals, v=m.v, d=m.d, uniform_v=m.uniform_v,
+            uniform_d=m.uniform_d, inv_out=m.inv_out, alpha=m.alpha,
+            inv_n=1.0 / m.n, crit=test.code, tol_cmp=test.tol_cmp, chunk=chunk,
+            heavy_threshold=self.threshold, heavy_sum=self.heavy_sum,
+            permuted=self.reorder is not None, xs_pos=self.xs_pos)
+
+    def launch(self, *, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
+               x_out: Any, xs_out: Any, step0: int, chunk_len: int, max_steps: int) -> None:
+        """Queue one fused step: the split rows' warps, then every row."""
+        self.launch_heavy(xs_in, acc_prev, step0, chunk_len, max_steps)
+        self.launch_fused(xs_in, x_in, acc_prev, acc_out, mode, x_out, xs_out, step0,
+                          chunk_len, max_steps)
+
+    def launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps) -> None:
+        """Queue the warps that sum the split rows into ``heavy_sum``."""
+        if self.n_heavy:
+            self._heavy_kernel((self._heavy_grid,), (BLOCK,), self._heavy_args.pack(
+                xs=xs_in, acc_prev=row_in, step0=step0, chunk_len=chunk_len,
+                max_steps=max_steps))
+
+    def launch_fused(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
+                     chunk_len, max_steps) -> None:
+        """Queue the fused step over all rows (split rows read ``heavy_sum``)."""
+        self._kernel((self.grid,), (BLOCK,), self._fused_args.pack(
+            xs=xs_in, x=x_in, acc_prev=row_in, acc_out=row_out, mode=mode, x_out=x_out,
+            xs_out=xs_out, step0=step0, chunk_len=chunk_len, max_steps=max_steps))
+
+
 class GPUOperator(OnGPU, PageRankOperator):
     """The Google matrix on an NVIDIA GPU (see :class:`~webrank.backends.base.PageRankOperator`):
-    the **pull** engine, one fused CSR kernel per step.
+    what every engine that holds the CSR on the device shares.
 
-    Other engines (:mod:`webrank.backends.gpu_blocked`) subclass it: they share the
-    device copy of the graph, the vectors, the CUDA-graph replay of :meth:`power_steps`
-    and the generic products, and replace :meth:`_setup_engine` and :meth:`_step`.
+    The device copy of the graph and the vectors (:attr:`matrix`), the generic products,
+    the adaptive and fixed-point steps (over a :class:`PullStep`'s row split:
+    :meth:`pull_step`), and :meth:`power_steps`: the engine's step object
+    (:meth:`_power_step`, a :class:`~webrank.backends.gpu_replay.ReplayedStep`) driven
+    by the one CUDA-graph loop, :meth:`Replay.run <webrank.backends.gpu_replay.Replay.run>`.
+    The engines: :class:`PullGPUOperator`, :class:`PersistentGPUOperator`,
+    :class:`~webrank.backends.gpu_blocked.BlockedGPUOperator`,
+    :class:`~webrank.backends.hybrid.HybridOperator`.
 
     Its options (:class:`~webrank.backends.options.EngineOptions`, checked there): every
     engine's ``check_every``, ``graph_steps``, ``use_graph`` (power steps queued between
     two reads of the residual history without graphs; steps captured in one CUDA graph,
-    whose replays stop at the exact step count; False: plain launches); the pull
-    engine's ``lanes_per_row``, ``heavy_threshold`` (rows with more in-links are summed
-    by warps of their own: Kumar et al.'s imbalance) and ``reorder``: ``"out-degree"``
-    stores the gathered vector ``xs`` with the nodes most read (the most out-links) at
-    the front, so that its hot part stays in L2 (hub clustering; a one-off relabelling
-    of the in-link indices on the device, about 6 steps' time, cached on the graph;
-    ``x`` keeps the graph's order); ``"auto"``: out-degree order for graphs of
-    REORDER_MIN_EDGES edges or more. ``gpu_links`` (the hybrid method's): only the
-    first ``gpu_links`` in-links of a row are summed here; the subclass adds the rest
-    (:class:`~webrank.backends.hybrid.HybridOperator`).
+    whose replays stop at the exact step count; False: plain launches); the pull step's
+    ``lanes_per_row``, ``heavy_threshold`` (rows with more in-links are summed by warps
+    of their own: Kumar et al.'s imbalance) and ``reorder``: ``"out-degree"`` stores the
+    gathered vector ``xs`` with the nodes most read (the most out-links) at the front,
+    so that its hot part stays in L2 (hub clustering; a one-off relabelling of the
+    in-link indices on the device, about 6 steps' time, cached on the graph; ``x`` keeps
+    the graph's order); ``"auto"``: out-degree order for graphs of REORDER_MIN_EDGES
+    edges or more. ``gpu_links`` (the hybrid method's): only the first ``gpu_links``
+    in-links of a row are summed on the GPU; the hybrid step adds the rest.
     """
 
     capabilities = frozenset({"adaptive", "fixed_point"})
 
     name = "gpu"
     kernel = "cuda"
-    engine = "pull"
+    engine = "?"
 
     def __init__(
         self,
@@ -265,11 +420,11 @@ class GPUOperator(OnGPU, PageRankOperator):
 
         super().__init__(graph, alpha, personalization, dangling, dtype)
         self.xp = cp
-        self.check_every = CHECK_EVERY if options.check_every is None else options.check_every
-        self.graph_steps = options.graph_steps
-        self.use_graph = options.use_graph
         # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
         self._stream = cp.cuda.Stream(non_blocking=True)
+        self.replay = Replay(
+            stream=self._stream, graph_steps=options.graph_steps, use_graph=options.use_graph,
+            check_every=CHECK_EVERY if options.check_every is None else options.check_every)
         n = self.n
         # the CSR plus this operator's working vectors (x, xs, v, d, sums: ~6 n doubles)
         work = n * (8 * 6 + 2 * self.dtype.itemsize)
@@ -285,79 +440,27 @@ class GPUOperator(OnGPU, PageRankOperator):
                    else cp.asarray(personalization))
         self._d = self._v if dangling is None else cp.asarray(dangling)
         self._sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        #: the Google matrix as the engines' step objects read it
+        self.matrix = DeviceMatrix(
+            graph=graph, n=n, alpha=self.alpha, dtype=self.dtype, csr=self._g,
+            vals=self._vals, weighted=self._weighted, inv_out=self._inv_out, v=self._v,
+            d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d, sms=self._sms)
         #: what the engine did, merged into the result's ``info``
         self.info: dict[str, Any] = {"engine": self.engine}
-        self._pull_ready = False
-        self._setup_engine(options)
+        self._pull: PullStep | None = None
 
-    def _setup_engine(self, options: EngineOptions) -> None:
-        """The pull engine's own state: split heavy rows, gather order, lanes per row."""
-        import cupy as cp
+    def pull_step(self) -> PullStep:
+        """The pull step whose row split the adaptive and fixed-point steps use: the
+        engine's own, else one with the default tuning in the graph's order, made on
+        first use."""
+        if self._pull is None:
+            self._pull = PullStep(self.matrix, EngineOptions(reorder=None))
+        return self._pull
 
-        graph, n = self.graph, self.n
-        lanes_per_row, gpu_links, reorder = (options.lanes_per_row, options.gpu_links,
-                                             options.reorder)
-        self.heavy_threshold = (HEAVY_THRESHOLD if options.heavy_threshold is None
-                                else int(options.heavy_threshold))
-        if gpu_links is not None:
-            # every row that is cut must go through the per-row sums
-            self.heavy_threshold = min(self.heavy_threshold, int(gpu_links))
-        self._heavy = on_device(
-            graph, ("heavy", self.heavy_threshold, gpu_links),
-            24 * graph.num_edges // HEAVY_SEGMENT,
-            lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
-                     for k, v in heavy_segments(graph.indptr, self.heavy_threshold,
-                                                 gpu_links).items()})
-        if reorder == "auto":
-            reorder = "out-degree" if graph.num_edges >= REORDER_MIN_EDGES else None
-        self.reorder = reorder
-        if reorder is None:
-            self._gather_indices = self._g["indices"]
-            self._xs_pos = cp.zeros(1, dtype=self._gather_indices.dtype)
-        else:
-            self._xs_pos, self._gather_indices = on_device(
-                graph, ("reorder", reorder), 4 * graph.num_edges + 4 * n,
-                lambda: gather_order(self._g["indices"], n, reorder))
-        self._n_heavy = self._heavy["n_heavy"]
-        self._nseg = int(self._heavy["seg_row"].size)
-        if lanes_per_row is None:
-            self._group = kernels.pick_group(self._heavy["light_mean"] / 16)
-        else:
-            self._group = int(lanes_per_row)
-        weighted = self._weighted
-        self._kernel = kernels.get_kernel(
-            graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
-            self._group,
-        )
-        sms = self._sms
-        rows_per_block = BLOCK // self._group
-        self._grid = int(min(max(1, -(-n // rows_per_block)), sms * 16))
-        # per-row sums of the split rows (zero again after each step reads them)
-        self._heavy_sum = cp.zeros(n if self._n_heavy else 1, dtype=np.float64)
-        if self._n_heavy:
-            self._heavy_kernel = kernels.get_kernel(
-                graph.indptr.dtype.name, graph.indices.dtype.name, self.dtype.name, weighted,
-                None)
-            self._heavy_grid = int(min(-(-self._nseg // (BLOCK // 32)), sms * 16))
-        # rows above this many in-links take the heavy path (none: no row does)
-        self._threshold = self.heavy_threshold if self._n_heavy else np.iinfo(np.int64).max
-        self._pull_ready = True
-
-    def prepare_steps(self) -> None:
-        """Build what :meth:`power_steps` needs (the pull engine has it from the start);
-        engines with a layout of their own build it here, once, inside setup time."""
-
-    def _begin_steps(self) -> None:
-        """Reset per-run device state before the first step of :meth:`power_steps`, and
-        bind the step kernels' arguments that stay the same through the run."""
-        self._heavy_sum.fill(0)
-        self._bind_steps()
-
-    def _gather_vector(self, x: Any) -> Any:
-        """``x / out_degree`` in the storage dtype and in the gather order (one kernel)."""
-        return gpu_arrays.gather_vector(
-            x, self._inv_out, self.dtype, None if self.reorder is None else self._xs_pos,
-            self._g["indices"].dtype)
+    def _power_step(self) -> Any:
+        """The engine's :class:`~webrank.backends.gpu_replay.ReplayedStep` (made by
+        :meth:`prepare_steps` where it needs a layout)."""
+        raise NotImplementedError(f"the {self.engine} engine has no replayed step")
 
     # -- operator primitives ----------------------------------------------------------
     def teleport(self) -> Any:
@@ -401,105 +504,21 @@ class GPUOperator(OnGPU, PageRankOperator):
             x, self._inv_out, self.alpha, self.alpha * dm, self._d,
             (1.0 - self.alpha) * mass, self._v)
 
-    # -- the fused hot loop -----------------------------------------------------------
-    def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
-              chunk_len, max_steps):
-        """Queue one fused step (reads ``row_in``, accumulates into ``row_out``; ``mode``
-        is a :mod:`webrank.kernels.cuda_common` step mode)."""
-        self._launch_heavy(xs_in, row_in, step0, chunk_len, max_steps)
-        self._launch_fused(xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
-                           chunk_len, max_steps)
-
-    def _launch_heavy(self, xs_in, row_in, step0, chunk_len, max_steps):
-        """Queue the warps that sum the split rows into ``self._heavy_sum``."""
-        if self._n_heavy:
-            self._heavy_kernel((self._heavy_grid,), (BLOCK,), self._heavy_args.pack(
-                xs=xs_in, acc_prev=row_in, step0=step0, chunk_len=chunk_len,
-                max_steps=max_steps))
-
-    def _launch_fused(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0,
-                      chunk_len, max_steps):
-        """Queue the fused step over all rows (split rows read ``self._heavy_sum``)."""
-        self._kernel((self._grid,), (BLOCK,), self._fused_args.pack(
-            xs=xs_in, x=x_in, acc_prev=row_in, acc_out=row_out, mode=mode, x_out=x_out,
-            xs_out=xs_out, step0=step0, chunk_len=chunk_len, max_steps=max_steps))
-
-    def _bind_steps(self) -> None:
-        """The step kernels' arguments that stay the same through a solve, bound once
-        (cast and placed): a launch then names the dozen that change."""
-        h = self._heavy
-        self._heavy_args = kernels.HEAVY_ROWS.bind(
-            nseg=self._nseg, seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
-            indices=self._gather_indices, vals=self._vals, heavy_sum=self._heavy_sum,
-            tol_cmp=self._tol_cmp, chunk=self._chunk)
-        self._fused_args = kernels.FUSED_STEP.bind(
-            n=self.n, indptr=self._g["indptr"], indices=self._gather_indices,
-            vals=self._vals, v=self._v, d=self._d, uniform_v=self.uniform_v,
-            uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
-            inv_n=1.0 / self.n, crit=self._crit, tol_cmp=self._tol_cmp, chunk=self._chunk,
-            heavy_threshold=self._threshold, heavy_sum=self._heavy_sum,
-            permuted=self.reorder is not None, xs_pos=self._xs_pos)
-
+    # -- the power steps ---------------------------------------------------------------
     def power_steps(
         self, x: Any, *, tol: float, max_steps: int, criterion: str, callback: Any = None
     ) -> StepsResult:
-        cp = self.xp
         if max_steps < 1:
             return self.no_steps(x)
-        self._crit, self._tol_cmp = kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         self.prepare_steps()
+        step = self._power_step()
         with self._stream:
-            x0 = gpu_arrays.copy_vector(x)
-            xs0 = self._gather_vector(x0)
-            xb = [cp.empty_like(x0), cp.empty_like(x0)]
-            xsb = [cp.empty_like(xs0), cp.empty_like(xs0)]
-            B = self.graph_steps
-            # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
-            hist = cp.zeros((max_steps + 2 + B, ACC_WIDTH), dtype=np.float64)
-            self._start_history(x0, hist[0])
-            self._chunk = cp.zeros(1, dtype=np.uint64)
-            self._begin_steps()
-            # step 1 is a plain step (whose outputs are the change x_1 - x_0 when the run
-            # goes on with delta steps); step s >= 1 writes xb[(s - 1) % 2]
-            delta = DELTA if self.delta_steps else PLAIN
-            self._step(xs0, x0, hist[0], hist[1], FIRST_DELTA if self.delta_steps else PLAIN,
-                       xb[0], xsb[0], 1, 0, max_steps)
-            use_graph = self.use_graph and max_steps - 1 >= 2 * B
-            if use_graph:
-                ring = cp.zeros((B + 1, ACC_WIDTH), dtype=np.float64)
-                ring[0] = hist[1]
-                self._stream.begin_capture()
-                for r in range(B):
-                    self._step(xsb[r % 2], xb[r % 2], ring[r], ring[r + 1], delta,
-                               xb[(r + 1) % 2], xsb[(r + 1) % 2], 2 + r, B, max_steps)
-                kernels.get_archive_kernel()((1,), (128,), kernels.ARCHIVE.pack(
-                    ring=ring, B=B, W=ACC_WIDTH, hist=hist[2:], chunk=self._chunk))
-                graph = self._stream.end_capture()
-            done, first, stop = 1, 1, None
-            while True:
-                # the one sync per batch (whole rows: a column would be copied by a kernel)
-                res = cp.asnumpy(hist[first : done + 1])[:, 0]
-                stop = first_below(res, first, self._tol_cmp, self._crit, callback)
-                if stop is not None or done >= max_steps:
-                    break
-                first = done + 1
-                if use_graph:
-                    graph.launch(self._stream)
-                    done = min(done + B, max_steps)
-                else:
-                    for s in range(done + 1, min(done + self.check_every, max_steps) + 1):
-                        i = s % 2  # step s reads xb[s % 2] and writes xb[(s - 1) % 2]
-                        self._step(xsb[i], xb[i], hist[s - 1], hist[s], delta, xb[1 - i],
-                                   xsb[1 - i], s, 0, max_steps)
-                        done = s
-            steps = stop if stop is not None else done
-            residuals = np.ascontiguousarray(cp.asnumpy(hist[1 : steps + 1])[:, 0])
-            self._stream.synchronize()
-        if self._crit == 1:
-            residuals = np.sqrt(residuals)
-        self.matvecs += steps
-        return StepsResult(x=xb[(steps - 1) % 2], residuals=residuals,
-                           converged=stop is not None)
+            out = self.replay.run(step, gpu_arrays.copy_vector(x), test=test,
+                                  max_steps=max_steps, delta_steps=self.delta_steps,
+                                  start_history=self._start_history, callback=callback)
+        self.matvecs += out.residuals.size
+        return out
 
     # -- adaptive and fixed-point steps (see PageRankOperator.adaptive_steps/fixed_steps)
     def adaptive_steps(
@@ -511,14 +530,15 @@ class GPUOperator(OnGPU, PageRankOperator):
         cp = self.xp
         if self.dtype != np.float64:
             raise ValueError("adaptive steps gather float64 (dtype='float64')")
-        crit, tol_cmp = kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
+        pull = self.pull_step()
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         # the rows split by in-degree on the host (CuPy's masks would compile kernels)
         rows = np.asarray(self.to_host(rows), dtype=np.int64)
         indptr = self._host_indptr()
-        heavy = (indptr[rows + 1] - indptr[rows]) > self.heavy_threshold
+        heavy = (indptr[rows + 1] - indptr[rows]) > pull.heavy_threshold
         heavy_rows, light_rows = cp.asarray(rows[heavy]), cp.asarray(rows[~heavy])
         n_heavy, n_light = int(heavy_rows.size), int(light_rows.size)
         with self._stream:
@@ -531,16 +551,16 @@ class GPUOperator(OnGPU, PageRankOperator):
             first = np.zeros((steps + 1, 3))
             first[0, :2] = np.inf, gpu_arrays.vector_sums(x_cur, g["dangling"])[2]
             acc = cp.asarray(first)
-            light_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, self._group)
+            light_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, pull.group)
             block_kernel = cuda_adaptive.get_kernel(ip, ix, self._weighted, None)
-            light_grid = int(min(max(1, -(-n_light // (BLOCK // self._group))), sms * 16))
+            light_grid = int(min(max(1, -(-n_light // (BLOCK // pull.group))), sms * 16))
             heavy_grid = int(min(max(1, n_heavy), sms * 8))
             bufs = ((x_cur, xs_cur), (x_new, xs_new))
             # what stays the same through the call, bound once: a step names six arguments
             run = dict(n=self.n, indptr=g["indptr"], indices=g["indices"], vals=self._vals,
                        v=self._v, d=self._d, uniform_v=self.uniform_v,
                        uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
-                       theta=theta, calm=calm, crit=crit, tol_cmp=tol_cmp)
+                       theta=theta, calm=calm, crit=test.code, tol_cmp=test.tol_cmp)
             block_args = cuda_adaptive.BLOCK_ROWS.bind(nrows=n_heavy, rows=heavy_rows, **run)
             light_args = cuda_adaptive.ROWS.bind(nrows=n_light, rows=light_rows, **run)
             for s in range(1, steps + 1):
@@ -553,9 +573,9 @@ class GPUOperator(OnGPU, PageRankOperator):
                 if n_light:
                     light_kernel((light_grid,), (BLOCK,), light_args.pack(**step))
             res = acc[1:].get()[:, 0]  # the one sync of the call (rows: a column needs a kernel)
-        below = np.flatnonzero(res < tol_cmp)
+        below = np.flatnonzero(res < test.tol_cmp)
         done = int(below[0]) + 1 if below.size else steps
-        residuals = np.sqrt(res[:done]) if crit == 1 else res[:done]
+        residuals = test.residuals(res[:done])
         self.matvecs += done
         return StepsResult(x=bufs[done % 2][0], residuals=residuals, converged=bool(below.size))
 
@@ -568,22 +588,22 @@ class GPUOperator(OnGPU, PageRankOperator):
 
         cp = self.xp
         n = self.n
-        ulp = Q63_ULP
-        crit, tol_cmp = kernel_criterion(criterion, tol, ulp)
+        test = StopTest.of(criterion, tol, Q63_ULP)
+        pull = self.pull_step()
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
         weighted = int(matrix.edge_vals.size) > 0
         # the whole of every heavy row (the hybrid method's operator cuts them short)
         heavy = on_device(
-            self.graph, ("heavy", self.heavy_threshold, None),
+            self.graph, ("heavy", pull.heavy_threshold, None),
             24 * self.graph.num_edges // HEAVY_SEGMENT,
             lambda: {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
-                     for k, v in heavy_segments(self.graph.indptr, self.heavy_threshold,
+                     for k, v in heavy_segments(self.graph.indptr, pull.heavy_threshold,
                                                  None).items()})
         n_heavy, nseg = heavy["n_heavy"], int(heavy["seg_row"].size)
-        threshold = self.heavy_threshold if n_heavy else np.iinfo(np.int64).max
+        threshold = pull.heavy_threshold if n_heavy else np.iinfo(np.int64).max
         step_kernel = cuda_fixed.get_kernel("step", ip, ix, weighted, matrix.product,
-                                            self._group)
+                                            pull.group)
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         vals = matrix.edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
         dist_k = matrix.dist if int(matrix.dist.size) else cp.zeros(1, dtype=np.uint64)
@@ -600,7 +620,7 @@ class GPUOperator(OnGPU, PageRankOperator):
             xs_cur = cp.empty_like(x_cur)
             xs_new = cp.empty_like(x_cur)
             cuda_fixed.get_kernel("scale", ip, ix, weighted, matrix.product)(
-                (self._grid,), (BLOCK,),
+                (pull.grid,), (BLOCK,),
                 cuda_fixed.SCALE.pack(n=n, x=x_cur, node_scale=matrix.node_scale, xs=xs_cur))
             heavy_sum = cp.zeros(n if n_heavy else 1, dtype=np.uint64)
             if n_heavy:
@@ -615,35 +635,50 @@ class GPUOperator(OnGPU, PageRankOperator):
             heavy_args = cuda_fixed.HEAVY.bind(
                 nseg=nseg, seg_row=heavy["seg_row"], seg_begin=heavy["begin"],
                 seg_end=heavy["end"], indices=g["indices"], vals=vals, heavy_sum=heavy_sum,
-                tol_cmp=tol_cmp, calm=mask, patience=patience)
+                tol_cmp=test.tol_cmp, calm=mask, patience=patience)
             step_args = cuda_fixed.STEP.bind(
                 n=n, indptr=g["indptr"], indices=g["indices"], vals=vals,
                 node_scale=matrix.node_scale, tele=matrix.tele,
                 uniform_t=int(matrix.tele.size) == 1, dist=dist_k,
-                uniform_d=int(matrix.dist.size) == 0, alpha_q=matrix.alpha_q, crit=crit,
-                tol_cmp=tol_cmp, heavy_threshold=threshold, heavy_sum=heavy_sum, calm=mask,
+                uniform_d=int(matrix.dist.size) == 0, alpha_q=matrix.alpha_q, crit=test.code,
+                tol_cmp=test.tol_cmp, heavy_threshold=threshold, heavy_sum=heavy_sum, calm=mask,
                 theta=theta, patience=patience)
             done, stop = 0, None
             while stop is None and done < max_steps:
-                last = min(done + self.check_every, max_steps)
+                last = min(done + self.replay.check_every, max_steps)
                 for s in range(done + 1, last + 1):
                     (x_in, xs_in), (x_out, xs_out) = bufs[(s - 1) % 2], bufs[s % 2]
                     if n_heavy:
                         heavy_kernel((heavy_grid,), (BLOCK,), heavy_args.pack(
                             xs=xs_in, x=x_in, res_prev=res_hist[s - 1 : s]))
-                    step_kernel((self._grid,), (BLOCK,), step_args.pack(
+                    step_kernel((pull.grid,), (BLOCK,), step_args.pack(
                         xs=xs_in, x=x_in, res_prev=res_hist[s - 1 : s],
                         dm_prev=dm_hist[s - 1 : s], res_out=res_hist[s : s + 1],
                         dm_out=dm_hist[s : s + 1], x_out=x_out, xs_out=xs_out))
                 res = cp.asnumpy(res_hist[done + 1 : last + 1])  # one sync per batch
-                stop = first_below(res, done + 1, tol_cmp, crit, callback, ulp)
+                stop = test.first_below(res, done + 1, callback)
                 done = last
             steps = stop if stop is not None else done
             residuals = cp.asnumpy(res_hist[1 : steps + 1])
-        residuals = (np.sqrt(residuals) if crit == 1 else residuals) * ulp
+        residuals = test.residuals(residuals)
         self.matvecs += steps
         return StepsResult(x=bufs[steps % 2][0], residuals=residuals,
                            converged=stop is not None)
+
+
+class PullGPUOperator(GPUOperator):
+    """The ``"pull"`` engine: one fused CSR kernel per step (:class:`PullStep`), replayed
+    as a CUDA graph. Takes the pull step's options (see :class:`GPUOperator`)."""
+
+    engine = "pull"
+
+    def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
+                 dangling: np.ndarray | None, dtype: str, options: EngineOptions) -> None:
+        super().__init__(graph, alpha, personalization, dangling, dtype, options)
+        self._pull = PullStep(self.matrix, options)
+
+    def _power_step(self) -> PullStep:
+        return self.pull_step()
 
 
 class PersistentGPUOperator(GPUOperator):
@@ -654,21 +689,22 @@ class PersistentGPUOperator(GPUOperator):
     (:mod:`webrank.kernels.cuda`'s ``wr_pull_solve``): one launch and one synchronisation
     per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
     tens of microseconds. Takes the pull engine's options, and
-
     ``launch_steps``: steps per launch (default: all of them, so a solve is one launch;
     with a ``callback`` the default is 64, so that progress is reported).
     """
 
     engine = "persistent"
 
-    def _setup_engine(self, options: EngineOptions) -> None:
+    def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
+                 dangling: np.ndarray | None, dtype: str, options: EngineOptions) -> None:
         import cupy as cp
 
+        super().__init__(graph, alpha, personalization, dangling, dtype, options)
         self.launch_steps = options.launch_steps
-        super()._setup_engine(options)
+        self._pull = pull = PullStep(self.matrix, options)
         g = self.graph
         self._solve = kernels.get_kernel(g.indptr.dtype.name, g.indices.dtype.name,
-                                         self.dtype.name, self._weighted, self._group,
+                                         self.dtype.name, self._weighted, pull.group,
                                          solve=True)
         per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             self._solve.kernel.ptr, BLOCK, 0)
@@ -681,39 +717,38 @@ class PersistentGPUOperator(GPUOperator):
         cp = self.xp
         if max_steps < 1:
             return self.no_steps(x)
-        crit, tol_cmp = kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         batch = self.launch_steps or (64 if callback is not None else max_steps)
-        h = self._heavy
+        pull = self._pull
+        h = pull.heavy
         with self._stream:
             xa = gpu_arrays.copy_vector(x)
             xb = cp.empty_like(xa)
-            xsa = self._gather_vector(xa)
+            xsa = pull.gather_vector(xa)
             xsb = cp.empty_like(xsa)
             # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
             hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
             self._start_history(xa, hist[0])
-            self._heavy_sum.fill(0)
+            pull.heavy_sum.fill(0)
             first, stop = 1, None
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
                 self._solve((self._solve_grid,), (BLOCK,), kernels.PULL_SOLVE.pack(
-                    n=self.n, indptr=self._g["indptr"], indices=self._gather_indices,
+                    n=self.n, indptr=self._g["indptr"], indices=pull.gather_indices,
                     vals=self._vals, x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, v=self._v,
                     d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
-                    inv_out=self._inv_out, alpha=self.alpha, nseg=self._nseg,
+                    inv_out=self._inv_out, alpha=self.alpha, nseg=pull.nseg,
                     seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
-                    heavy_threshold=self._threshold, heavy_sum=self._heavy_sum,
-                    permuted=self.reorder is not None, xs_pos=self._xs_pos, hist=hist,
-                    s_first=first, s_last=last, delta=self.delta_steps, crit=crit,
-                    tol_cmp=tol_cmp))
-                res = cp.asnumpy(hist[first:last + 1])[:, 0]  # the one sync per launch
-                stop = first_below(res, first, tol_cmp, crit, callback)
+                    heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
+                    permuted=pull.reorder is not None, xs_pos=pull.xs_pos, hist=hist,
+                    s_first=first, s_last=last, delta=self.delta_steps, crit=test.code,
+                    tol_cmp=test.tol_cmp))
+                # the one sync per launch
+                stop = test.first_below(kept_residuals(hist, first, last), first, callback)
                 first = last + 1
             steps = stop if stop is not None else max_steps
-            residuals = np.ascontiguousarray(cp.asnumpy(hist[1:steps + 1])[:, 0])
-        if crit == 1:
-            residuals = np.sqrt(residuals)
+            residuals = kept_residuals(hist, 1, steps)
         self.matvecs += steps
-        return StepsResult(x=(xb if steps % 2 else xa), residuals=residuals,
+        return StepsResult(x=(xb if steps % 2 else xa), residuals=test.residuals(residuals),
                            converged=stop is not None)
 

@@ -14,7 +14,7 @@ from webrank.backends.gpu import OnGPU, on_device, upload_csr
 from webrank.backends.seeds import SeedColumns
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
-from webrank.kernels.cpu import CRITERION_CODE
+from webrank.kernels.criteria import CRITERION_CODE
 
 __all__ = ["GPUBatchOperator", "gpu_batch_operator"]
 

@@ -1,10 +1,10 @@
 """The ``"blocked"`` GPU engine: propagation blocking (layout: :mod:`webrank.blocking`).
 
 Each power step is two kernels, a scatter and a gather
-(:mod:`webrank.kernels.cuda_blocked`), replayed as a CUDA graph like the pull engine's
-step (:class:`BlockedGPUOperator` shares :class:`~webrank.backends.gpu.GPUOperator`'s
-replay). Every DRAM access is a sequential stream: about 12 bytes per link in float32
-against the pull engine's 4-byte index plus a random 32-byte sector.
+(:mod:`webrank.kernels.cuda_blocked`), replayed as a CUDA graph by the loop every GPU
+engine shares (:class:`~webrank.backends.gpu_replay.Replay`, driving
+:class:`BlockedRunStep`). Every DRAM access is a sequential stream: about 12 bytes per
+link in float32 against the pull engine's 4-byte index plus a random 32-byte sector.
 
 The layout is built on the device (a count and a fill kernel, about two passes over the
 in-link indices) when the first power step needs it, inside the setup time, and cached on
@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
-from webrank.backends.base import StepsResult
-from webrank.backends.gpu import GPUOperator, on_device
+from webrank.backends.gpu import DeviceMatrix, GPUOperator, on_device
 from webrank.backends.gpu_blocked_budget import SUM_ITEMSIZE, default_plan_args, plan_args
 from webrank.backends.options import EngineOptions
 from webrank.blocking import (
@@ -32,8 +31,9 @@ from webrank.blocking import (
 )
 from webrank.errors import DeviceMemoryError
 from webrank.kernels import cuda_blocked as kb
+from webrank.kernels.criteria import StopTest
 
-__all__ = ["BlockedGPUOperator", "blocked_device_bytes", "build_on_device",
+__all__ = ["BlockedGPUOperator", "BlockedRunStep", "blocked_device_bytes", "build_on_device",
            "default_plan_args", "layout_on_device"]
 
 def blocked_device_bytes(num_nodes: int, num_edges: int, dtype: str = "float32",
@@ -200,10 +200,36 @@ def blocked_step_of(csr: dict[str, Any], vals: Any, n_src: int, dtype: np.dtype,
     return BlockedStep(layout, table, n_src, dtype, vals is not None, sms)
 
 
+class BlockedRunStep:
+    """A :class:`BlockedStep` over a whole graph as the blocked engine's
+    :class:`~webrank.backends.gpu_replay.ReplayedStep`: the Google matrix's vectors bound
+    with each run's stopping test and replay counter."""
+
+    def __init__(self, blocked: BlockedStep, matrix: DeviceMatrix) -> None:
+        self.blocked, self.matrix = blocked, matrix
+
+    def gather_vector(self, x: Any) -> Any:
+        """``x / out_degree`` in the storage dtype, in the graph's own order."""
+        m = self.matrix
+        return gpu_arrays.gather_vector(x, m.inv_out, m.dtype, None, m.csr["indices"].dtype)
+
+    def begin(self, test: StopTest, chunk: Any) -> None:
+        """Bind the run's constants to the step (its kernels and buffers are made with
+        the layout)."""
+        m = self.matrix
+        self.blocked.bind(v=m.v, d=m.d, uniform_v=m.uniform_v, uniform_d=m.uniform_d,
+                          inv_out=m.inv_out, alpha=m.alpha, inv_n=1.0 / m.n, crit=test.code,
+                          tol_cmp=test.tol_cmp, chunk=chunk)
+
+    def launch(self, **window: Any) -> None:
+        """One step: the scatter, then the gather and finish (:meth:`BlockedStep.launch`)."""
+        self.blocked.launch(**window)
+
+
 class BlockedGPUOperator(GPUOperator):
     """The ``"blocked"`` engine: propagation blocking, a scatter and a gather kernel per
-    step (see the module docstring; shares :class:`~webrank.backends.gpu.GPUOperator`'s
-    CUDA-graph replay).
+    step (see the module docstring; its :class:`BlockedRunStep` is replayed by the GPU
+    engines' one loop, :class:`~webrank.backends.gpu_replay.Replay`).
 
     Its options (:class:`~webrank.backends.options.EngineOptions`): ``part_rows``, most
     rows per destination partition (default and most: what fits in a block's 96 KiB
@@ -214,10 +240,12 @@ class BlockedGPUOperator(GPUOperator):
 
     engine = "blocked"
 
-    def _setup_engine(self, options: EngineOptions) -> None:
-        self.reorder = None  # xs is kept in the graph's own order
+    def __init__(self, graph: Any, alpha: float, personalization: Any, dangling: Any,
+                 dtype: str, options: EngineOptions) -> None:
+        super().__init__(graph, alpha, personalization, dangling, dtype, options)
         self._plan_args = plan_args(self.dtype, options.part_rows, options.chunk_bits)
         self._layout: BlockedLayout | None = None
+        self._step: BlockedRunStep | None = None
 
     # -- the layout, built when the first power step needs it ---------------------------
     def prepare_steps(self) -> None:
@@ -248,8 +276,8 @@ class BlockedGPUOperator(GPUOperator):
 
         cached = on_device(graph, key, need, build)
         self._layout = cached["layout"]
-        self._blocked = BlockedStep(self._layout, cached["part_blocks"], self.n, self.dtype,
-                                    weighted, self._sms)
+        self._step = BlockedRunStep(BlockedStep(self._layout, cached["part_blocks"], self.n,
+                                                self.dtype, weighted, self._sms), self.matrix)
         cp.cuda.get_current_stream().synchronize()
         self.info.update({
             "engine": self.engine,
@@ -260,31 +288,5 @@ class BlockedGPUOperator(GPUOperator):
             "layout_build_s": 0.0 if built else time.perf_counter() - t0,
         })
 
-    def _begin_steps(self) -> None:
-        """Bind the run's constants to the step (the kernels and buffers are made in
-        :meth:`prepare_steps`)."""
-        self._blocked.bind(v=self._v, d=self._d, uniform_v=self.uniform_v,
-                           uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
-                           inv_n=1.0 / self.n, crit=self._crit, tol_cmp=self._tol_cmp,
-                           chunk=self._chunk)
-
-    def _ensure_pull(self) -> None:
-        """The pull engine's state, for the methods that only it implements (adaptive,
-        fixed point): set up on first use."""
-        if not self._pull_ready:
-            GPUOperator._setup_engine(self, EngineOptions(reorder=None))
-
-    def adaptive_steps(self, *args: Any, **kwargs: Any) -> StepsResult:
-        self._ensure_pull()
-        return super().adaptive_steps(*args, **kwargs)
-
-    def fixed_steps(self, *args: Any, **kwargs: Any) -> StepsResult:
-        self._ensure_pull()
-        return super().fixed_steps(*args, **kwargs)
-
-    # -- one step: scatter, then gather and finish -------------------------------------
-    def _step(self, xs_in, x_in, row_in, row_out, mode, x_out, xs_out, step0, chunk_len,
-              max_steps):
-        self._blocked.launch(xs_in=xs_in, x_in=x_in, acc_prev=row_in, acc_out=row_out,
-                             mode=mode, x_out=x_out, xs_out=xs_out, step0=step0,
-                             chunk_len=chunk_len, max_steps=max_steps)
+    def _power_step(self) -> BlockedRunStep:
+        return self._step

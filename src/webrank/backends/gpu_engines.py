@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from webrank.backends.base import GPU_ENGINES, PageRankOperator
-from webrank.backends.gpu import GPUOperator, PersistentGPUOperator
+from webrank.backends.gpu import PersistentGPUOperator, PullGPUOperator
 from webrank.backends.gpu_blocked import BlockedGPUOperator, blocked_device_bytes
 from webrank.backends.gpu_stream import StreamedGPUOperator
 from webrank.backends.hybrid import HybridOperator
@@ -36,7 +36,7 @@ __all__ = ["ENGINES", "ENGINE_CLASSES", "choose_engine", "make_gpu_operator"]
 
 ENGINES = GPU_ENGINES
 #: the operator class of each engine (``"hybrid"``: ``method="hybrid"``'s)
-ENGINE_CLASSES = {"pull": GPUOperator, "persistent": PersistentGPUOperator,
+ENGINE_CLASSES = {"pull": PullGPUOperator, "persistent": PersistentGPUOperator,
                   "blocked": BlockedGPUOperator, "stream": StreamedGPUOperator,
                   "hybrid": HybridOperator}
 #: the persistent engine runs graphs whose pull working set fits in this share of L2

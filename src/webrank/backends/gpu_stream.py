@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
-from webrank.backends.base import PageRankOperator, StepsResult, first_below
+from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.backends.gpu import BLOCK, HEAVY_THRESHOLD, OnGPU, heavy_segments
+from webrank.backends.gpu_replay import kept_residuals
 from webrank.backends.options import EngineOptions
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
-from webrank.kernels.cpu import kernel_criterion
+from webrank.kernels.criteria import StopTest
 
 __all__ = ["StreamedGPUOperator", "stream_vector_bytes"]
 
@@ -229,7 +230,7 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         cp = self.xp
         if max_steps < 1:
             return self.no_steps(x)
-        crit, tol_cmp = kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         n = self.n
         with self._compute:
             # (no CuPy kernel: those are compiled on a process's first use)
@@ -262,27 +263,24 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                                 nseg=h["nseg"], seg_row=h["seg_row"], seg_begin=h["begin"],
                                 seg_end=h["end"], indices=self._d_indices[b],
                                 vals=self._d_vals[b], xs=xsb[i], heavy_sum=self._heavy_sum,
-                                acc_prev=hist[step - 1], tol_cmp=tol_cmp, **skip))
+                                acc_prev=hist[step - 1], tol_cmp=test.tol_cmp, **skip))
                     self._fused((self._grid,), (self._block,), kernels.FUSED_STEP.pack(
                         n=a1 - a0, indptr=self._d_indptr[b], indices=self._d_indices[b],
                         vals=self._d_vals[b], xs=xsb[i], x=xb[i][a0:a1], v=v, d=d,
                         uniform_v=self.uniform_v, uniform_d=self.uniform_d,
                         inv_out=self._inv_out[a0:a1], alpha=self.alpha, inv_n=1.0 / n,
-                        acc_prev=hist[step - 1], acc_out=hist[step], crit=crit,
-                        tol_cmp=tol_cmp, mode=mode, x_out=xb[o][a0:a1],
+                        acc_prev=hist[step - 1], acc_out=hist[step], crit=test.code,
+                        tol_cmp=test.tol_cmp, mode=mode, x_out=xb[o][a0:a1],
                         xs_out=xsb[o][a0:a1], **skip, heavy_threshold=h["threshold"],
                         heavy_sum=self._heavy_sum, permuted=0, xs_pos=self._xs_pos))
 
                 self._stream_chunks(run)
                 self._compute.synchronize()
                 step_s.append(time.perf_counter() - t0)
-            res = cp.asnumpy(hist[first:last + 1])[:, 0]  # (rows: a column needs a kernel)
-            stop = first_below(res, first, tol_cmp, crit, callback)
+            stop = test.first_below(kept_residuals(hist, first, last), first, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
-        residuals = np.ascontiguousarray(cp.asnumpy(hist[1:steps + 1])[:, 0])
-        if crit == 1:
-            residuals = np.sqrt(residuals)
+        residuals = test.residuals(kept_residuals(hist, 1, steps))
         self.matvecs += steps
         self.info["step_s"] = step_s
         return StepsResult(x=xb[steps % 2], residuals=residuals, converged=stop is not None)

@@ -30,27 +30,17 @@ from typing import Any
 import numpy as np
 
 from webrank.arrays import distinct
+
+# (kernel_criterion: webrank.distributed.operator still reads it from here)
+from webrank.kernels.criteria import kernel_criterion
 from webrank.kernels.native import available_cpus, lib, num_threads
 
 __all__ = [
-    "CRITERION_CODE", "Q63_ULP", "SMALL_GRAPH_EDGES", "CPUBlockedLayout", "EdgeSums",
+    "SMALL_GRAPH_EDGES", "CPUBlockedLayout", "EdgeSums",
     "StepTerms", "available_cpus", "blocked_layout", "blocked_step", "chunk_bounds",
     "default_chunks", "fused_step", "in_link_matrix", "kernel_criterion", "num_threads",
     "row_range_sums", "use_native",
 ]
-
-#: one Q1.63 unit: the resolution of the fixed-point kernels (webrank.kernels.cpu_fixed)
-Q63_ULP = 2.0 ** -63
-#: the code of each convergence criterion in every kernel, CPU and CUDA
-CRITERION_CODE = {"l1": 0, "l2": 1, "linf": 2}
-
-
-def kernel_criterion(criterion: str, tol: float, unit: float = 1.0) -> tuple[int, float]:
-    """``(code, tol_cmp)``: the kernels' code of ``criterion`` and the tolerance their
-    residuals are compared with, in units of ``unit`` (a fixed-point run's ulp) and
-    squared under L2 (the kernels keep the squared sum)."""
-    scaled = tol / unit
-    return CRITERION_CODE[criterion], scaled * scaled if criterion == "l2" else scaled
 
 # Graphs with fewer edges than this take the serial step (see the module docstring):
 # below it a parallel step's thread start-up outweighs its gain. ``WEBRANK_SMALL_GRAPH_EDGES``

@@ -72,8 +72,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from webrank.kernels.cpu import CRITERION_CODE
 from webrank.kernels.cpu_anderson import NO_RECORD, Record
+from webrank.kernels.criteria import CRITERION_CODE
 from webrank.kernels.native import lib, num_threads
 
 
