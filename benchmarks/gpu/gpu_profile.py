@@ -16,6 +16,7 @@ import numpy as np
 
 import webrank
 from webrank.backends import make_operator
+from webrank.backends.options import EngineOptions
 
 DATA = Path(os.environ.get("WEBRANK_DATASETS", "../shared/datasets"))
 names = sys.argv[1:] or ["cnr-2000", "web-NotreDame"]
@@ -25,8 +26,9 @@ for name in names:
         for use_graph, lanes, heavy in ((True, None, 64), (False, None, 64), (True, 1, 16),
                                         (True, 1, 32), (True, 1, 64), (True, 1, 128),
                                         (True, 2, 32), (True, 4, 64)):
-            kw = dict(dtype=dtype, use_graph=use_graph, lanes_per_row=lanes,
-                      heavy_threshold=heavy)
+            options = EngineOptions.from_call("pull", {
+                "use_graph": use_graph, "lanes_per_row": lanes, "heavy_threshold": heavy})
+            kw = dict(dtype=dtype, options=options.for_device("gpu", dtype))
             make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
                           **kw)
             cp.cuda.Device().synchronize()
@@ -50,5 +52,6 @@ for name in names:
             per_step = (res[641] - res[65]) / 576
             print(f"{name:14s} {dtype} graph={use_graph!s:5s} setup {setup * 1e3:6.2f} ms, "
                   f"65 steps {res[65] * 1e3:6.2f} ms, 641 steps {res[641] * 1e3:7.2f} ms, "
-                  f"marginal {per_step * 1e3:.4f} ms/step, heavy > {heavy}: {op._n_heavy}, "
-                  f"group {op._group}, grid {op._grid}")
+                  f"marginal {per_step * 1e3:.4f} ms/step, heavy > {heavy}: "
+                  f"{op.pull_step().n_heavy}, group {op.pull_step().group}, "
+                  f"grid {op.pull_step().grid}")
