@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from webrank.backends.base import first_below
+from webrank.kernels.criteria import StopTest
 
 
 def test_first_below_scans_a_batch_and_reports_to_the_callback():
     seen = []
     res = np.array([9.0, 4.0, 1.0, 0.25])  # steps 5..8
-    assert first_below(res, 5, 2.0, 0, lambda s, r: seen.append((s, r))) == 7
-    assert first_below(res, 5, 0.1, 0, lambda s, r: seen.append((s, r))) is None
+    assert StopTest(0, 2.0).first_below(res, 5, lambda s, r: seen.append((s, r))) == 7
+    assert StopTest(0, 0.1).first_below(res, 5, lambda s, r: seen.append((s, r))) is None
     # L2 keeps squared residuals: the callback gets the norm; a fixed-point unit scales it
-    assert first_below(res, 1, 5.0, 1, lambda s, r: seen.append((s, r)), scale=0.5) == 2
+    assert StopTest(1, 5.0, 0.5).first_below(res, 1, lambda s, r: seen.append((s, r))) == 2
     assert seen == [(7, 1.0), (8, 0.25), (2, 1.0)]
-    assert first_below(res, 1, 5.0, 2, None) == 2
+    assert StopTest(2, 5.0).first_below(res, 1, None) == 2
+    assert StopTest.of("l2", 3.0) == StopTest(1, 9.0)
 
 
 def test_dangling_mask_and_gather_scale():

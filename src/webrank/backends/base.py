@@ -28,7 +28,6 @@ import numpy as np
 
 from webrank.backends.fixed_point import FixedPointMatrix
 from webrank.graph import Graph
-from webrank.kernels.criteria import StopTest
 
 CRITERIA = ("l1", "l2", "linf")
 #: storage precisions of the gathered vector (the iterate and its sums are float64)
@@ -41,14 +40,6 @@ CPU_ENGINES = ("auto", "pull", "blocked")
 GPU_ENGINES = ("auto", "pull", "blocked", "persistent", "stream")
 #: the steps of the parts of a partitioned run (one part per rank or GPU)
 PART_ENGINES = ("auto", "pull", "blocked")
-
-def first_below(res: np.ndarray, first: int, tol_cmp: float, crit: int, callback: Any,
-                scale: float = 1.0) -> int | None:
-    """:meth:`StopTest.first_below <webrank.kernels.criteria.StopTest.first_below>` of the
-    test ``(crit, tol_cmp, scale)``, for callers that hold the test as its numbers
-    (:mod:`webrank.distributed.operator`)."""
-    return StopTest(crit, tol_cmp, scale).first_below(res, first, callback)
-
 
 @dataclass
 class StepsResult:

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 import webrank.backends.gpu_arrays as gpu_arrays
-from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult, first_below
+from webrank.backends.base import PART_ENGINES, PageRankOperator, StepsResult
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part
 from webrank.graph import gather_scale
 from webrank.kernels import cuda
-from webrank.kernels.cpu import kernel_criterion
+from webrank.kernels.criteria import LINF, StopTest
 
 __all__ = ["PartitionedOperator"]
 
@@ -627,13 +627,13 @@ class PartitionedOperator(PageRankOperator):
                     callback: Any = None) -> StepsResult:
         if max_steps < 1:
             return self.no_steps(x)
-        crit, tol_cmp = kernel_criterion(criterion, tol)
+        test = StopTest.of(criterion, tol)
         t0 = time.perf_counter()
         if self.devices is None:
-            out = self._host_steps(np.asarray(x, dtype=np.float64), crit, tol_cmp,
-                                   max_steps, callback)
+            out = self._host_steps(np.asarray(x, dtype=np.float64), test, max_steps,
+                                   callback)
         else:
-            out = self._device_steps(x, crit, tol_cmp, max_steps, callback)
+            out = self._device_steps(x, test, max_steps, callback)
         self.timings["steps_s"] = time.perf_counter() - t0
         self.matvecs += out.residuals.size
         return out
@@ -644,9 +644,10 @@ class PartitionedOperator(PageRankOperator):
              else self.dangling_dist()[home.r0:home.r1])
         return v, d
 
-    def _reduce(self, res: float, rest: np.ndarray, crit: int) -> tuple[float, np.ndarray]:
-        """All-reduce a step's residual (max for the per-node criterion) and its sums."""
-        if crit == 2:
+    def _reduce(self, res: float, rest: np.ndarray, code: int) -> tuple[float, np.ndarray]:
+        """All-reduce a step's residual (max for the per-node criterion, kernel code
+        ``code``) and its sums."""
+        if code == LINF:
             buf = np.array([res])
             self.comm.allreduce([buf], "max")
             self.comm.allreduce([rest], "sum")
@@ -655,7 +656,7 @@ class PartitionedOperator(PageRankOperator):
         self.comm.allreduce([buf], "sum")
         return float(buf[0]), buf[1:]
 
-    def _host_steps(self, x: np.ndarray, crit: int, tol_cmp: float, max_steps: int,
+    def _host_steps(self, x: np.ndarray, test: StopTest, max_steps: int,
                     callback: Any) -> StepsResult:
         from webrank.kernels import cpu
 
@@ -673,7 +674,7 @@ class PartitionedOperator(PageRankOperator):
         delta = False
         residuals, converged = [], False
         terms = [cpu.StepTerms(*self._local_v(h), inv_out=h.inv_out, alpha=self.alpha,
-                               crit=crit) for h in homes]
+                               crit=test.code) for h in homes]
         for step in range(1, max_steps + 1):
             res, local = 0.0, np.zeros(2)
             for h, a, b, t in zip(homes, xl, xl_next, terms, strict=True):
@@ -681,7 +682,7 @@ class PartitionedOperator(PageRankOperator):
                     h.indptr, h.indices, h.vals, t, xs=xs, x=a, dm=dm, mass=mass,
                     delta=delta, bounds=h.bounds, x_out=b, xs_out=xs_next[h.r0:h.r1],
                     partial=h.partial)
-                res = max(res, r) if crit == 2 else res + r
+                res = max(res, r) if test.code == LINF else res + r
                 local += (ddm, dmass)
             if self.delta_steps and not delta:
                 # from now on gather the change (see kernels.cpu.fused_step)
@@ -691,15 +692,15 @@ class PartitionedOperator(PageRankOperator):
                     xs_next[h.r0:h.r1] = change * h.inv_out
                     local += (change[h.dangling].sum(), change.sum())
                 delta = True
-            res, sums = self._reduce(res, local, crit)
+            res, sums = self._reduce(res, local, test.code)
             dm, mass = float(sums[0]), float(sums[1])
             self.comm.allgatherv([xs_next], self.bounds)
             xs, xs_next = xs_next, xs
             xl, xl_next = xl_next, xl
-            residuals.append(np.sqrt(res) if crit == 1 else res)
+            residuals.append(float(test.residuals(res)))
             if callback is not None:
                 callback(step, residuals[-1])
-            if res < tol_cmp:
+            if res < test.tol_cmp:
                 converged = True
                 break
         full = np.zeros(n)
@@ -708,7 +709,7 @@ class PartitionedOperator(PageRankOperator):
         self._host_gather(full)
         return StepsResult(x=full, residuals=np.asarray(residuals), converged=converged)
 
-    def _device_steps(self, x: Any, crit: int, tol_cmp: float, max_steps: int,
+    def _device_steps(self, x: Any, test: StopTest, max_steps: int,
                       callback: Any) -> StepsResult:
         import cupy as cp
 
@@ -731,7 +732,7 @@ class PartitionedOperator(PageRankOperator):
             v = cp.zeros(1) if self.uniform_v else cp.asarray(self._v[h.r0:h.r1])
             d = cp.zeros(1) if self.uniform_d else cp.asarray(self._d[h.r0:h.r1])
             h.bind(n=n, v=v, d=d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
-                   alpha=self.alpha, crit=crit, tol_cmp=tol_cmp)
+                   alpha=self.alpha, crit=test.code, tol_cmp=test.tol_cmp)
             return {"x": [xa, cp.empty_like(xa)], "xs": xs, "hist": hist}
 
         state = self._on_homes(start)
@@ -751,7 +752,7 @@ class PartitionedOperator(PageRankOperator):
                         h.launch(xs_in=s["xs"][i], x_in=s["x"][i], acc_prev=hist[step - 1],
                                  acc_out=hist[step], mode=mode, x_out=s["x"][o],
                                  xs_out=s["xs"][o])
-                if crit == 2:
+                if test.code == LINF:
                     comm.allreduce([s["hist"][step, 0:1] for s in state], "max")
                     comm.allreduce([s["hist"][step, 1:] for s in state], "sum")
                 else:
@@ -763,13 +764,11 @@ class PartitionedOperator(PageRankOperator):
             with cp.cuda.Device(homes[0].device):
                 # rows, then the column on the host (a strided column needs a kernel)
                 res = state[0]["hist"][first:last + 1].get()[:, 0]
-            stop = first_below(res, first, tol_cmp, crit, callback)
+            stop = test.first_below(res, first, callback)
             done, first = last, last + 1
         steps = stop if stop is not None else done
         with cp.cuda.Device(homes[0].device):
-            residuals = state[0]["hist"][1:steps + 1].get()[:, 0]
-        if crit == 1:
-            residuals = np.sqrt(residuals)
+            residuals = test.residuals(state[0]["hist"][1:steps + 1].get()[:, 0])
         self.timings["wait_s"] = gather_s
         # the iterate stays on the GPUs (to_host() or NumPy bring it down)
         return StepsResult(x=PartVectors(self, [s["x"][steps % 2] for s in state]),

@@ -30,15 +30,12 @@ from typing import Any
 import numpy as np
 
 from webrank.arrays import distinct
-
-# (kernel_criterion: webrank.distributed.operator still reads it from here)
-from webrank.kernels.criteria import kernel_criterion
 from webrank.kernels.native import available_cpus, lib, num_threads
 
 __all__ = [
     "SMALL_GRAPH_EDGES", "CPUBlockedLayout", "EdgeSums",
     "StepTerms", "available_cpus", "blocked_layout", "blocked_step", "chunk_bounds",
-    "default_chunks", "fused_step", "in_link_matrix", "kernel_criterion", "num_threads",
+    "default_chunks", "fused_step", "in_link_matrix", "num_threads",
     "row_range_sums", "use_native",
 ]
 
@@ -88,7 +85,7 @@ class StepTerms:
         The damping factor.
     crit : int
         The residual: L1 sum (0), L2 *squared* sum (1) or max (2); see
-        :func:`kernel_criterion`.
+        :func:`webrank.kernels.criteria.kernel_criterion`.
     """
 
     v: np.ndarray

@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CRITERION_CODE", "L2", "Q63_ULP", "StopTest", "kernel_criterion"]
+__all__ = ["CRITERION_CODE", "L2", "LINF", "Q63_ULP", "StopTest", "kernel_criterion"]
 
 #: the code of each convergence criterion in every kernel, CPU and CUDA
 CRITERION_CODE = {"l1": 0, "l2": 1, "linf": 2}
 #: the code whose residuals the kernels keep squared
 L2 = CRITERION_CODE["l2"]
+#: the per-node criterion: residuals combine by their maximum, not their sum
+LINF = CRITERION_CODE["linf"]
 #: one Q1.63 unit: the resolution of the fixed-point kernels, the unit of their residuals
 Q63_ULP = 2.0 ** -63
 
