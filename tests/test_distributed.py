@@ -238,6 +238,71 @@ def test_shards_round_trip_and_refuse_bad_sets(tmp_path, rng):
         read_shard(d, 2, 3)
 
 
+def _shares_graph(scale, seed, chunk, xp=np):
+    """The R-MAT graph of the shares write_rmat_shards draws, built in one piece."""
+    from webrank.generate import rmat_permutation, rmat_share
+
+    shares = -(-(16 << scale) // chunk)
+    perm = rmat_permutation(scale, seed=seed, xp=xp, dtype=np.int32)
+    src, dst = [], []
+    for share in range(shares):
+        a, b, _ = rmat_share(scale, 16, share=share, shares=shares, seed=seed, xp=xp,
+                             dtype=np.int32, perm=perm)
+        src.append(a if xp is np else a.get())
+        dst.append(b if xp is np else b.get())
+    return webrank.Graph.from_edges(np.concatenate(src), np.concatenate(dst),
+                                    node_ids="range", num_nodes=1 << scale)
+
+
+def _assert_shards_hold(directory, parts, g):
+    """The shards in ``directory``, read back and joined, are ``g``'s CSR."""
+    got = [read_shard(directory, j, parts) for j in range(parts)]
+    offsets = np.cumsum([0] + [int(p.indptr[-1]) for p in got[:-1]])
+    indptr = np.concatenate([[0]] + [p.indptr[1:] + o for p, o in zip(got, offsets,
+                                                                       strict=True)])
+    np.testing.assert_array_equal(indptr, g.indptr)
+    np.testing.assert_array_equal(np.concatenate([p.indices for p in got]), g.indices)
+    np.testing.assert_array_equal(np.concatenate([p.out_weight for p in got]),
+                                  g.out_weight)
+
+
+@pytest.mark.parametrize("parts,bucket_links", [(1, 1 << 28), (3, 7000), (4, 2000)])
+def test_rmat_shards_are_the_graph_of_their_shares(tmp_path, parts, bucket_links):
+    """R-MAT written as shards in row buckets (no array holds the graph) is the graph
+    of the same shares built in one piece: rows, sources and out-degrees, parallel
+    links merged."""
+    from webrank.distributed.generate import write_rmat_shards
+
+    info = write_rmat_shards(12, tmp_path / "s", parts, seed=5, chunk=5000,
+                             bucket_links=bucket_links)
+    g = _shares_graph(12, 5, 5000)
+    assert info["edges"] == g.num_edges and info["n"] == g.n
+    _assert_shards_hold(tmp_path / "s", parts, g)
+
+
+def test_generate_rmat_shards_cli_ranks_as_one_graph(tmp_path):
+    """`webrank generate rmat S --shards P -o DIR`, then `rank DIR --distributed`: the
+    scores of the same graph ranked in one process."""
+    out = tmp_path / "shards"
+    r = webrank_cli("generate", "rmat", "11", "--shards", "1", "-o", out, "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    assert "1 shards" in r.stdout
+    part = webrank_cli("rank", out, "--distributed", "--json", "--tol", "1e-12",
+                       "--device", "cpu", "-o", tmp_path / "ranks")
+    assert part.returncode == 0, part.stderr
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(tmp_path / "ranks" / "part-00000.parquet"))
+    g = _shares_graph(11, 3, 2**26)
+    ref = webrank.pagerank(g, tol=1e-12, device="cpu", method="power")
+    scores = np.zeros(g.n)
+    scores[table["node"].to_numpy()] = table["score"].to_numpy()
+    assert np.abs(scores - ref.scores).sum() < 1e-9
+    bad = webrank_cli("generate", "er", "100", "--shards", "2", "-o", tmp_path / "x")
+    assert bad.returncode == 2 and "R-MAT graphs only" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_edge_files_in_one_process(tmp_path, rng):
     g = random_graph(rng, 2000, 15000)
     src, dst, _ = g.edges()

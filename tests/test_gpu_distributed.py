@@ -220,6 +220,22 @@ def test_exchange_sends_only_linked_nodes(rng, monkeypatch, padded):
                                                       else 1e-6)
 
 
+def test_rmat_shards_drawn_and_built_on_the_gpu(tmp_path):
+    """`generate rmat --shards --device gpu`'s path: the shares drawn on the GPU, each
+    row bucket's CSR built there and its out-degrees counted by atomic adds; the
+    shards are the graph of the same shares built in one piece."""
+    import cupy as cp
+    from test_distributed import _assert_shards_hold, _shares_graph
+
+    from webrank.distributed.generate import write_rmat_shards
+
+    info = write_rmat_shards(13, tmp_path / "s", 3, seed=2, device="gpu", chunk=20000,
+                             bucket_links=9000)
+    g = _shares_graph(13, 2, 20000, xp=cp)
+    assert info["edges"] == g.num_edges
+    _assert_shards_hold(tmp_path / "s", 3, g)
+
+
 @two_gpus
 def test_rmat_generated_across_two_gpus():
     import cupy as cp

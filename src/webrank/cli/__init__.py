@@ -501,12 +501,19 @@ def warmup(jobs, force) -> None:
 @cli.command()
 @click.argument("kind")
 @click.argument("size", type=int)
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
-              help="Output edge list (.txt, .tsv, .csv, optionally .gz) or .npz cache.")
+@click.option("--out", "-o", required=True, type=click.Path(),
+              help="Output edge list (.txt, .tsv, .csv, optionally .gz) or .npz cache; "
+                   "with --shards, a directory.")
 @click.option("--seed", type=int, default=None, help="Random seed.")
 @click.option("--param", "-p", multiple=True, metavar="NAME=VALUE",
               help="Generator parameter, e.g. -p avg_degree=5 (repeatable).")
-def generate(kind, size, out, seed, param) -> None:
+@click.option("--shards", type=click.IntRange(min=1), default=None,
+              help="rmat only: write P row shards (as convert --shards) without ever "
+                   "holding the whole graph, for `rank --distributed`.")
+@click.option("--device", type=click.Choice(["cpu", "gpu"]), default="cpu",
+              show_default=True, help="With --shards: where the edges are drawn and "
+                                      "each piece's CSR built.")
+def generate(kind, size, out, seed, param, shards, device) -> None:
     """Write a random graph: KIND er|ws|scale-free|rmat|web, SIZE nodes (rmat, web: the
     scale, log2 of the node count).
 
@@ -519,6 +526,9 @@ def generate(kind, size, out, seed, param) -> None:
     from webrank.graph import Graph
     from webrank.io import save_graph, write_edgelist
 
+    if shards is not None:
+        _generate_shards(kind, size, out, seed, param, shards, device)
+        return
     params: dict[str, Any] = {}
     for item in param:
         name, sep, value = item.partition("=")
@@ -541,6 +551,38 @@ def generate(kind, size, out, seed, param) -> None:
         write_edgelist(g, out)
     click.echo(f"wrote {out}: {g.n:,} nodes, {g.num_edges:,} distinct edges "
                f"(generated in {t1 - t0:.2f} s, written in {time.perf_counter() - t1:.2f} s)")
+
+
+def _generate_shards(kind: str, scale: int, out: str, seed: int | None,
+                     param: tuple[str, ...], shards: int, device: str) -> None:
+    """``generate rmat SCALE --shards P -o DIR``: R-MAT as row shards, with a progress
+    bar (webrank.distributed.generate.write_rmat_shards)."""
+    from rich.progress import Progress
+
+    from webrank.distributed.generate import write_rmat_shards
+
+    if kind != "rmat":
+        raise click.BadParameter(f"--shards writes R-MAT graphs only, not {kind!r}",
+                                 param_hint="KIND")
+    if param:
+        raise click.BadParameter("--shards takes no generator parameters",
+                                 param_hint="--param")
+    check_output(out, directory=True, param_hint="'--out' / '-o'")
+    if device == "gpu":
+        from webrank.backends import resolve_device
+
+        resolve_device("gpu")  # one line where no GPU is usable
+    with Progress(console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("generating", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        info = write_rmat_shards(scale, out, shards, seed=seed or 0, device=device,
+                                 progress=progress)
+    click.echo(f"wrote {out}: {shards} shards, {info['n']:,} nodes, {info['edges']:,} "
+               f"distinct edges (generated in {info['generate_s']:.2f} s, built in "
+               f"{info['build_s']:.2f} s, written in {info['write_s']:.2f} s)")
 
 
 # commands kept in modules of their own: each defines a click command named ``command``

@@ -11,6 +11,7 @@ equal numbers of links.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from webrank.distributed.partition import Part
 
-__all__ = ["rmat_parts"]
+__all__ = ["BUCKET_LINKS", "rmat_parts", "write_rmat_shards"]
 
 
 def rmat_parts(scale: int, edge_factor: int = 16, *, devices: list[int], seed: int = 0,
@@ -91,3 +92,135 @@ def rmat_parts(scale: int, edge_factor: int = 16, *, devices: list[int], seed: i
         cp.cuda.Device(dev).synchronize()
     t2 = time.perf_counter()
     return parts, bounds, {"generate_and_route_s": t1 - t0, "build_s": t2 - t1}
+
+
+#: links in one row bucket of :func:`write_rmat_shards` (the pieces its CSR is built in)
+BUCKET_LINKS = 1 << 28
+
+
+def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int, *,
+                      edge_factor: int = 16, seed: int = 0, device: str = "cpu",
+                      chunk: int = 2**26, bucket_links: int = BUCKET_LINKS,
+                      progress: Any = None) -> dict[str, Any]:
+    """R-MAT ``scale`` written as a shard directory of ``parts`` row shards (the format
+    of :func:`~webrank.distributed.inputs.write_shards`, read by ``webrank rank DIR
+    --distributed`` or :func:`~webrank.distributed.run.distributed_pagerank`), for graphs
+    no single array of a machine holds: R-MAT 30's 17 billion links.
+
+    The edges are :func:`webrank.generate.rmat_share`'s (one permutation for all
+    shares, as :func:`rmat_parts`), drawn ``chunk`` at a time on ``device`` ("cpu" or
+    "gpu": CuPy on the current GPU), and routed to row buckets of about
+    ``bucket_links`` links (equal ranges of ids: shuffled R-MAT ids carry no degree
+    information). Each bucket's CSR is built on ``device`` (one key sort, parallel links
+    merged), its sources counted into the out-degrees; a shard's pieces are then written
+    one after the other without being joined. Host memory: the routed edges, 8 bytes a
+    link, falling to the CSR's 4 as buckets are built; the manifest is written last.
+
+    Returns timings and sizes: ``{"generate_s", "build_s", "write_s", "n", "edges"}``.
+    """
+    from pathlib import Path
+
+    from webrank.build_gpu import csr_on_device
+    from webrank.distributed.inputs import write_manifest, write_shard
+    from webrank.generate import rmat_permutation, rmat_share
+
+    if isinstance(parts, bool) or int(parts) < 1:
+        raise ValueError(f"parts must be a positive integer, not {parts!r}")
+    if device not in ("cpu", "gpu"):
+        raise ValueError(f"device must be 'cpu' or 'gpu', not {device!r}")
+    if device == "gpu":
+        import cupy as xp
+    else:
+        xp = np
+    parts, n = int(parts), 1 << int(scale)
+    if n > 2**31 - 1:
+        raise ValueError(f"scale {scale}: node ids past int32 are not written as shards")
+    m = int(edge_factor) * n
+    bounds = (np.arange(parts + 1, dtype=np.int64) * n) // parts
+    per_part = max(1, -(-max(m, 1) // parts))
+    sub = max(1, -(-per_part // int(bucket_links)))  # buckets of each part
+    cuts = np.unique(np.concatenate([
+        bounds[j] + (np.arange(sub + 1) * (bounds[j + 1] - bounds[j])) // sub
+        for j in range(parts)]))
+    t0 = time.perf_counter()
+    inbox = _route_rmat(scale, edge_factor, seed, xp, cuts, int(chunk), progress,
+                        rmat_share, rmat_permutation)
+    t1 = time.perf_counter()
+    # out-degrees, counted where the CSR is built (a GPU's atomic adds take uint64)
+    degree = xp.zeros(n, dtype=np.int64 if xp is np else np.uint64)
+    pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(parts)]
+    for b in range(cuts.size - 1):
+        src, row = _joined(inbox[b])
+        inbox[b] = []
+        indptr, indices, _ = csr_on_device(xp.asarray(src), xp.asarray(row),
+                                           int(cuts[b + 1] - cuts[b]))
+        del src, row
+        if xp is np:
+            degree += np.bincount(indices, minlength=n)
+        else:  # (atomic adds: no n-long count per bucket)
+            xp.add.at(degree, indices, 1)
+        indptr, indices = _host(indptr), _host(indices)
+        owner = int(np.searchsorted(bounds, cuts[b], side="right")) - 1
+        pieces[owner].append((indptr, indices))
+        if progress is not None:
+            progress("built", b + 1, cuts.size - 1)
+    degree = _host(degree)
+    t2 = time.perf_counter()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    files, edges = [], 0
+    for j in range(parts):
+        ptrs, offset = [np.zeros(1, dtype=np.int64)], 0
+        for indptr, _ in pieces[j]:
+            ptrs.append(np.asarray(indptr[1:], dtype=np.int64) + offset)
+            offset += int(indptr[-1])
+        edges += offset
+        r0, r1 = int(bounds[j]), int(bounds[j + 1])
+        files.append(write_shard(directory, j, parts, r0, r1, n, {
+            "indptr": ptrs, "indices": [ix for _, ix in pieces[j]],
+            "out_weight": degree[r0:r1].astype(np.float64)}))
+        pieces[j] = []
+        if progress is not None:
+            progress("written", j + 1, parts)
+    write_manifest(directory, n=n, edges=edges, bounds=bounds, files=files,
+                   weighted=False, name=f"rmat-{scale}")
+    return {"generate_s": t1 - t0, "build_s": t2 - t1, "write_s": time.perf_counter() - t2,
+            "n": n, "edges": edges}
+
+
+def _route_rmat(scale: int, edge_factor: int, seed: int, xp: Any, cuts: np.ndarray,
+                chunk: int, progress: Any, rmat_share: Any, rmat_permutation: Any
+                ) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """The R-MAT shares drawn ``chunk`` edges at a time on ``xp``'s device, each edge
+    sent to the bucket of ``cuts`` holding its target: per bucket, host pieces of
+    ``(source, target - bucket start)``, int32."""
+    m = int(edge_factor) << int(scale)
+    shares = max(1, -(-m // chunk))
+    perm = rmat_permutation(scale, seed=seed, xp=xp, dtype=np.int32)
+    inner = xp.asarray(cuts[1:-1])
+    inbox: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(cuts.size - 1)]
+    for share in range(shares):
+        src, dst, _ = rmat_share(scale, edge_factor, share=share, shares=shares, seed=seed,
+                                 xp=xp, dtype=np.int32, perm=perm)
+        bucket = xp.searchsorted(inner, dst, side="right")
+        order = xp.argsort(bucket, kind="stable")
+        counts = _host(xp.bincount(bucket, minlength=cuts.size - 1))
+        src, dst = _host(src[order]), _host(dst[order])
+        del bucket, order
+        ends = np.cumsum(counts)
+        for b, (lo, hi) in enumerate(zip(ends - counts, ends, strict=True)):
+            if hi > lo:
+                inbox[b].append((src[lo:hi], dst[lo:hi] - np.int32(cuts[b])))
+        if progress is not None:
+            progress("generated", share + 1, shares)
+    return inbox
+
+
+def _joined(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if not pieces:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    return (np.concatenate([s for s, _ in pieces]), np.concatenate([r for _, r in pieces]))
+
+
+def _host(a: Any) -> np.ndarray:
+    return a if isinstance(a, np.ndarray) else a.get()

@@ -36,8 +36,8 @@ from webrank.graph import Graph
 from webrank.io.atomic import atomic_write, check_target, register_input
 from webrank.io.options import ReadOptions
 
-__all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_scores",
-           "write_shards"]
+__all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_manifest",
+           "write_scores", "write_shard", "write_shards"]
 
 MANIFEST = "webrank-shards.json"
 #: buckets of the in-link histogram the ranks split the rows by
@@ -66,27 +66,74 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
     bounds = edge_balanced_bounds(g.indptr, int(parts))
     files = []
     for part in split_graph(g, bounds=bounds):
-        name = shard_name(part.index, int(parts))
-        meta = {"part": part.index, "parts": int(parts), "row_begin": part.row_begin,
-                "row_end": part.row_end, "n": g.n, "edges": part.num_edges}
         arrays = {"indptr": np.asarray(part.indptr, dtype=np.int64),
-                  "indices": part.indices, "out_weight": part.out_weight,
-                  "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+                  "indices": part.indices, "out_weight": part.out_weight}
         if part.weights is not None:
             arrays["weights"] = part.weights
-        with atomic_write(directory / name) as f:
-            np.savez(f, **arrays)
-        files.append(name)
+        files.append(write_shard(directory, part.index, int(parts), part.row_begin,
+                                 part.row_end, g.n, arrays))
     labels = None
     if g.labels is not None:
         labels = _write_labels(g.labels, directory)
-    manifest = {"format": "webrank-shards", "version": 1, "n": g.n, "edges": g.num_edges,
-                "parts": int(parts), "bounds": bounds.tolist(),
-                "weighted": g.weights is not None, "files": files, "labels": labels,
-                "name": g.name}
+    write_manifest(directory, n=g.n, edges=g.num_edges, bounds=bounds, files=files,
+                   weighted=g.weights is not None, labels=labels, name=g.name)
+    return directory
+
+
+def write_shard(directory: Path, part: int, parts: int, row_begin: int, row_end: int,
+                n: int, arrays: dict[str, Any]) -> str:
+    """Write shard ``part`` of ``parts`` (rows ``row_begin:row_end`` of an ``n``-node
+    graph) into ``directory`` atomically; returns its file name. ``arrays``: "indptr"
+    (int64, from 0), "indices", "out_weight" and optionally "weights", each an array or
+    a list of arrays written one after the other (a part built in pieces is never
+    joined in memory)."""
+    def pieces(value: Any) -> list[np.ndarray]:
+        return [np.ascontiguousarray(a) for a in (value if isinstance(value, list)
+                                                  else [value])]
+
+    members = {k: pieces(v) for k, v in arrays.items()}
+    edges = sum(a.size for a in members["indices"])
+    meta = {"part": int(part), "parts": int(parts), "row_begin": int(row_begin),
+            "row_end": int(row_end), "n": int(n), "edges": int(edges)}
+    members["meta"] = [np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)]
+    name = shard_name(part, parts)
+    with atomic_write(directory / name) as f:
+        _write_npz(f, members)
+    return name
+
+
+def _write_npz(f: Any, members: dict[str, list[np.ndarray]]) -> None:
+    """An uncompressed ``.npz`` (what ``np.savez`` writes, ``np.load`` reads) whose
+    members are each the concatenation of a list of 1-D arrays, streamed into the
+    archive piece by piece."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED,
+                         allowZip64=True) as archive:
+        for key, arrays in members.items():
+            dtype = arrays[0].dtype if arrays else np.dtype(np.float64)
+            header = {"descr": npy.dtype_to_descr(dtype), "fortran_order": False,
+                      "shape": (sum(a.size for a in arrays),)}
+            with archive.open(f"{key}.npy", mode="w", force_zip64=True) as out:
+                npy.write_array_header_2_0(out, header)
+                for a in arrays:
+                    if a.dtype != dtype or a.ndim != 1:
+                        raise ValueError(f"pieces of {key!r} differ in dtype or shape")
+                    out.write(memoryview(a).cast("B"))
+
+
+def write_manifest(directory: Path, *, n: int, edges: int, bounds: np.ndarray,
+                   files: list[str], weighted: bool, labels: str | None = None,
+                   name: str | None = None) -> None:
+    """The shard directory's ``webrank-shards.json`` (atomically): the last file
+    written, so that a directory holds a manifest only once its shards are complete."""
+    manifest = {"format": "webrank-shards", "version": 1, "n": int(n), "edges": int(edges),
+                "parts": len(files), "bounds": [int(b) for b in bounds],
+                "weighted": bool(weighted), "files": files, "labels": labels, "name": name}
     with atomic_write(directory / MANIFEST, mode="w") as f:
         json.dump(manifest, f, indent=1)
-    return directory
 
 
 def _write_labels(labels: np.ndarray, directory: Path) -> str:
