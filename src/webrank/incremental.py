@@ -119,6 +119,7 @@ import numpy as np
 
 from webrank.arrays import distinct
 from webrank.backends import (
+    PageRankOperator,
     device_name,
     make_frontier_operator,
     make_operator,
@@ -538,25 +539,14 @@ def update(
     device = "gpu" if gpus > 1 else resolve_device(device)
     t_edit = time.perf_counter() - t0
     frontier, choice = _frontier_choice(frontier, device)
-
-    n_old, n = old.n, new.n
-    v_vec = np.full(n, 1.0 / n) if v is None else v
-    d_vec = v_vec if d is None else d
-    dangling_exact = d is None or bool(np.allclose(d_vec, v_vec, rtol=0, atol=1e-15))
-    y, b = _warm_start(x_old, old, v_vec, d_vec, alpha, dangling_exact, uniform=v is None)
+    y, b, dangling_exact = _warm_start(x_old, old, new.n, v, d, alpha)
 
     t1 = time.perf_counter()
     stats = _frontier_phase(edit, y, b, alpha, tol, criterion, max_iter, frontier_tol,
                             max_frontier_fraction, enabled=frontier)
     t2 = time.perf_counter()
 
-    if gpus > 1:  # the new graph placed across the GPUs (and kept on it)
-        from webrank.distributed.run import multi_gpu_operator
-
-        op = multi_gpu_operator(new, gpus, alpha, v, d, dtype)
-    else:
-        op = make_operator(new, device=device, alpha=alpha, personalization=v, dangling=d,
-                           dtype=dtype)
+    op = _verify_operator(new, gpus, device, alpha, v, d, dtype)
     x0 = op.asarray(y / y.sum())
     op.synchronize()
     t3 = time.perf_counter()
@@ -567,20 +557,12 @@ def update(
     scores = op.to_host(steps.x).astype(np.float64, copy=False)
     scores = scores / scores.sum()
     k = len(steps.residuals)
-    work_rows = stats["frontier_rows"] + k * n
     info = {
         **stats,
-        "verify_steps": k,
-        "final_residual": float(steps.residuals[-1]) if k else float("nan"),
-        "work_rows": int(work_rows),
-        "work_full_steps": work_rows / n,
-        "work_vs_previous_run": (work_rows / (n * previous_result.iterations)
-                                 if previous_result.iterations else float("nan")),
+        **_work_info(stats["frontier_rows"], steps.residuals, new.n,
+                     previous_result.iterations),
         "dangling_exact": dangling_exact,
-        "edges_removed": int(edit.src_del.size),
-        "edges_added": int(edit.src_add.size),
-        "edges_reweighted": int(edit.src_reweighted.size),
-        "new_nodes": n - n_old,
+        **_edit_counts(edit, old.n),
         "graph_edit_s": t_edit,
         "frontier_s": t2 - t1,
         "verify_s": t4 - t3,
@@ -601,11 +583,60 @@ def update(
     return result
 
 
-def _warm_start(x_old: np.ndarray, old: Graph, v: np.ndarray, d: np.ndarray, alpha: float,
-                dangling_exact: bool, uniform: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(y0, b)``: the previous scores mapped onto the local system ``y = alpha P^T y + b``
-    (module docstring, step 1); b has length 1 when uniform."""
-    n_old, n = x_old.size, v.size
+def _verify_operator(new: Graph, gpus: int, device: str, alpha: float, v: np.ndarray | None,
+                     d: np.ndarray | None, dtype: str) -> PageRankOperator:
+    """The operator of the new graph that the verification steps run on: the graph
+    placed across ``gpus`` GPUs (the placement kept on the graph) when more than one,
+    else one operator on ``device``."""
+    if gpus > 1:
+        from webrank.distributed.run import multi_gpu_operator
+
+        return multi_gpu_operator(new, gpus, alpha, v, d, dtype)
+    return make_operator(new, device=device, alpha=alpha, personalization=v, dangling=d,
+                         dtype=dtype)
+
+
+def _work_info(frontier_rows: int, residuals: Any, n: int,
+               previous_iterations: int) -> dict[str, Any]:
+    """The work entries of ``info``: the verification steps, the last residual, and the
+    rows processed (frontier rows plus n per full step) in rows, in full steps and as a
+    fraction of the previous run's ``n * iterations`` (NaN where that run took none)."""
+    k = len(residuals)
+    work_rows = frontier_rows + k * n
+    return {
+        "verify_steps": k,
+        "final_residual": float(residuals[-1]) if k else float("nan"),
+        "work_rows": int(work_rows),
+        "work_full_steps": work_rows / n,
+        "work_vs_previous_run": (work_rows / (n * previous_iterations)
+                                 if previous_iterations else float("nan")),
+    }
+
+
+def _edit_counts(edit: _Edit, n_old: int) -> dict[str, int]:
+    """The edit's entries of ``info``: edges removed, added and reweighted, new nodes."""
+    return {
+        "edges_removed": int(edit.src_del.size),
+        "edges_added": int(edit.src_add.size),
+        "edges_reweighted": int(edit.src_reweighted.size),
+        "new_nodes": edit.new_graph.n - n_old,
+    }
+
+
+def _warm_start(x_old: np.ndarray, old: Graph, n: int, v_given: np.ndarray | None,
+                d_given: np.ndarray | None,
+                alpha: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(y0, b, dangling_exact)``: the previous scores (of the ``old`` graph) mapped onto
+    the local system ``y = alpha P^T y + b`` of the new graph of ``n`` nodes (module
+    docstring, step 1); b has length 1 when the teleport vector is uniform (``v_given``
+    None). ``dangling_exact``: the dangling distribution is the teleport vector's
+    (``d_given`` None, or equal to it within 1e-15), so the dangling mass needs no
+    freezing."""
+    n_old = x_old.size
+    v = np.full(n, 1.0 / n) if v_given is None else v_given
+    d = v if d_given is None else d_given
+    dangling_exact = d_given is None or bool(np.allclose(d, v, rtol=0, atol=1e-15))
+    uniform = v_given is None
     sigma_v = float(v[:n_old].sum())  # old teleport vector = v[:n_old] / sigma_v
     d_old = float(x_old[old.dangling_mask].sum())
     if dangling_exact:
@@ -620,7 +651,7 @@ def _warm_start(x_old: np.ndarray, old: Graph, v: np.ndarray, d: np.ndarray, alp
     y = np.empty(n)
     y[:n_old] = scale * x_old
     y[n_old:] = b[0] if b.size == 1 else b[n_old:]  # a new page nobody links to yet
-    return y, b
+    return y, b, dangling_exact
 
 
 def _frontier_phase(edit: _Edit, y: np.ndarray, b: np.ndarray, alpha: float, tol: float,

@@ -29,7 +29,7 @@ import numpy as np
 from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import TokenLines, line_text, open_binary
+from webrank.io.sources import Progress, TokenLines, line_text, open_binary
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
@@ -72,30 +72,12 @@ def read_adjacency(
         ``in_degree`` that differs from the number of sources, a bad node id (with line
         number and text).
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     opts = reader_options("read_adjacency", options, overrides, _KEYWORDS, path)
     path, name = os.fspath(path), opts.name
     if opts.weighted:
         raise GraphFormatError("weighted=True, but the adjacency format has no weights",
                                path=name)
-    linenos: list[int] = []
-    counts: list[int] = []
-    toks: list[bytes] = []
-    extend = toks.extend
-    with open_binary(path, progress=opts.progress) as f:
-        lines = TokenLines(f, name, what="a text adjacency file")
-        for i, parts in lines:
-            linenos.append(i)
-            counts.append(len(parts))
-            extend(parts)
-    if not counts:
-        if lines.comments:
-            raise GraphFormatError("no nodes: the file holds only comments", path=name)
-        raise GraphFormatError("empty file: no nodes", path=name)
-    cnt = np.array(counts, dtype=np.int64)
-    lno = np.array(linenos, dtype=np.int64)
+    toks, cnt, lno = _read_tokens(path, name, progress=opts.progress)
 
     def fail(row: int, message: str) -> GraphFormatError:
         ln = int(lno[row])
@@ -105,18 +87,69 @@ def read_adjacency(
         raise fail(int(np.argmax(cnt < 2)),
                    "a line needs at least 'dest_id in_degree' (then the in_degree sources)")
     starts = np.cumsum(cnt) - cnt
-    # a fixed-width array takes the longest token's width for every token: integer ids
-    # once those too long for an id are refused; labels as objects
-    if opts.labels == "int":
+    tok = _token_array(toks, starts, opts.labels, fail)
+    del toks
+    nsrc = _checked_sources(tok, starts, cnt, fail)
+
+    keep = np.ones(tok.size, dtype=bool)
+    keep[starts + 1] = False
+    id_tok = tok[keep]  # per line: dest, then its sources
+    per_line = cnt - 1
+    first_of_line = np.cumsum(per_line) - per_line
+    is_dest = np.zeros(id_tok.size, dtype=bool)
+    is_dest[first_of_line] = True
+
+    def fail_at(k: int, message: str) -> GraphFormatError:  # k: index into id_tok
+        return fail(int(np.searchsorted(first_of_line, k, side="right") - 1), message)
+
+    if opts.labels == "string":
+        return _graph_of_labels(opts, id_tok, is_dest, nsrc, fail_at)
+    return _graph_of_ids(opts, id_tok, is_dest, nsrc, fail_at)
+
+
+def _read_tokens(path: str, name: str, *,
+                 progress: Progress | None) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+    """``(tokens, count, line_number)``: every line's tokens in one list, and per line
+    (comments and blank lines skipped) how many it has and its 1-based number in the
+    file. GraphFormatError for a file with no such line."""
+    linenos: list[int] = []
+    counts: list[int] = []
+    toks: list[bytes] = []
+    extend = toks.extend
+    with open_binary(path, progress=progress) as f:
+        lines = TokenLines(f, name, what="a text adjacency file")
+        for i, parts in lines:
+            linenos.append(i)
+            counts.append(len(parts))
+            extend(parts)
+    if not counts:
+        if lines.comments:
+            raise GraphFormatError("no nodes: the file holds only comments", path=name)
+        raise GraphFormatError("empty file: no nodes", path=name)
+    return toks, np.array(counts, dtype=np.int64), np.array(linenos, dtype=np.int64)
+
+
+def _token_array(toks: list[bytes], starts: np.ndarray, labels: str, fail) -> np.ndarray:
+    """The tokens as one array: fixed-width bytes for integer ids, objects for labels
+    (a fixed-width array takes the longest token's width for every token, so integer
+    tokens too long for an id are refused first, by :func:`_shorten_ids`)."""
+    if labels == "int":
         _shorten_ids(toks, starts, fail)
-        tok = np.array(toks, dtype=np.bytes_)
-        deg_tok = tok[starts + 1]
-    else:
-        tok = np.empty(len(toks), dtype=object)
-        tok[:] = toks
+        return np.array(toks, dtype=np.bytes_)
+    tok = np.empty(len(toks), dtype=object)
+    tok[:] = toks
+    return tok
+
+
+def _checked_sources(tok: np.ndarray, starts: np.ndarray, cnt: np.ndarray,
+                     fail) -> np.ndarray:
+    """The number of sources each line lists, after checking that its ``in_degree``
+    token (the line's second) is a non-negative integer equal to that number."""
+    if tok.dtype == object:  # labels: a token longer than an int64 is no in_degree
         deg_tok = np.array([t if len(t) <= 18 else b"-" for t in tok[starts + 1]],
                            dtype=np.bytes_)
-    del toks
+    else:
+        deg_tok = tok[starts + 1]
     ok = np.char.isdigit(deg_tok) & (np.char.str_len(deg_tok) <= 18)
     if not ok.all():
         row = int(np.argmin(ok))
@@ -128,38 +161,39 @@ def read_adjacency(
         row = int(np.argmax(deg != nsrc))
         raise fail(row, f"in_degree is {deg[row]} but the line lists {nsrc[row]} source "
                         f"node{'s' if nsrc[row] != 1 else ''}")
+    return nsrc
 
-    keep = np.ones(tok.size, dtype=bool)
-    keep[starts + 1] = False
-    id_tok = tok[keep]  # per line: dest, then its sources
-    per_line = cnt - 1
-    first_of_line = np.cumsum(per_line) - per_line
-    is_dest = np.zeros(id_tok.size, dtype=bool)
-    is_dest[first_of_line] = True
 
-    def row_of(k: int) -> int:
-        return int(np.searchsorted(first_of_line, k, side="right") - 1)
+def _graph_of_labels(opts: ReadOptions, id_tok: np.ndarray, is_dest: np.ndarray,
+                     nsrc: np.ndarray, fail_at) -> Graph:
+    """The graph of string labels: nodes in order of first appearance; ``fail_at(k,
+    message)`` the error for token ``k`` of ``id_tok``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    if opts.labels == "string":
-        arr = pa.array(id_tok.tolist(), type=pa.binary())
-        try:
-            arr = arr.cast(pa.string())
-        except pa.ArrowInvalid:
-            k = next(i for i, b in enumerate(id_tok.tolist()) if not _is_utf8(b))
-            raise fail(row_of(k), "a node label is not UTF-8 text") from None
-        uniq = pc.unique(arr)  # first-appearance order
-        codes = np.asarray(pc.index_in(arr, value_set=uniq).to_numpy(), dtype=np.int64)
-        src = codes[~is_dest]
-        dst = np.repeat(codes[is_dest], nsrc)
-        node_labels = uniq.to_numpy(zero_copy_only=False)
-        return opts.graph(src, dst, labels=node_labels)
+    arr = pa.array(id_tok.tolist(), type=pa.binary())
+    try:
+        arr = arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        k = next(i for i, b in enumerate(id_tok.tolist()) if not _is_utf8(b))
+        raise fail_at(k, "a node label is not UTF-8 text") from None
+    uniq = pc.unique(arr)  # first-appearance order
+    codes = np.asarray(pc.index_in(arr, value_set=uniq).to_numpy(), dtype=np.int64)
+    src = codes[~is_dest]
+    dst = np.repeat(codes[is_dest], nsrc)
+    return opts.graph(src, dst, labels=uniq.to_numpy(zero_copy_only=False))
 
-    ids = _parse_ids(id_tok, lambda k, msg: fail(row_of(k), msg))
+
+def _graph_of_ids(opts: ReadOptions, id_tok: np.ndarray, is_dest: np.ndarray,
+                  nsrc: np.ndarray, fail_at) -> Graph:
+    """The graph of integer ids: ``node_ids="range"`` takes 0..max id; otherwise every
+    listed id is a node (a destination with in-degree 0 included), numbered in id order,
+    and ids that are exactly 0..n-1 stay as they are."""
+    ids = _parse_ids(id_tok, fail_at)
     src = ids[~is_dest]
     dst = np.repeat(ids[is_dest], nsrc)
     if opts.node_ids == "range":
         return opts.graph(src, dst, num_nodes=int(ids.max()) + 1)
-    # every listed destination is a node, even with in-degree 0
     nodes = np.unique(ids)
     if nodes[-1] == nodes.size - 1:  # ids are exactly 0..n-1
         return opts.graph(src, dst, node_ids="range", num_nodes=int(nodes.size))

@@ -326,6 +326,69 @@ def _write(path: Path, data: bytes) -> None:
     staged.replace(path)
 
 
+def _check_archs(archs: list[str], ptx: str | None) -> None:
+    """ValueError unless every cubin architecture is an ``sm_XY`` and the PTX one a
+    ``compute_XY``."""
+    for arch in [*archs, *([ptx] if ptx else [])]:
+        kind = cuda_loader.parse_arch(arch)[0]
+        if (kind == "cubin") != (arch in archs):
+            raise ValueError(f"cubins are sm_XY architectures, the PTX compute_XY: {arch}")
+
+
+def _wanted_families(families: Iterable[str] | None
+                     ) -> tuple[dict[str, str], dict[str, list[tuple[str, bool]]]]:
+    """``(source, names)`` by family, of the families asked for (None: every one), in
+    the order asked; ``names``: each name expression and whether it is cooperative.
+    ValueError naming the families that do not exist."""
+    found = kernel_families()
+    texts = {label: f.source for label, f in found.items()}
+    wanted = {label: f.names for label, f in found.items()}
+    if families is not None:
+        families = list(families)
+        unknown = sorted(set(families) - set(wanted))
+        if unknown:
+            raise ValueError(f"unknown families {unknown}; known: {sorted(wanted)}")
+        wanted = {f: wanted[f] for f in families}
+    return texts, wanted
+
+
+def _kept_families(previous: dict[str, Any], out: Path, texts: dict[str, str],
+                   wanted: dict[str, list[tuple[str, bool]]]) -> dict[str, dict[str, Any]]:
+    """The index entries, by family, of the families a build before into ``out`` (its
+    index ``previous``, made by the same NVRTC, headers and architectures) left usable:
+    the same source and names, every file still there. They are kept, so that a rebuild
+    after an edit compiles only the families it changed."""
+    kept = {}
+    for family, names in wanted.items():
+        entry = previous["sources"].get(cuda_loader.source_digest(texts[family]))
+        if (entry is not None and entry["family"] == family
+                and set(entry["names"]) == {n for n, _ in names}
+                and all((out / f).is_file() for f in entry["files"].values())):
+            kept[family] = entry
+    return kept
+
+
+def _write_family(out: Path, family: str, programs: list[Compiled],
+                  names: list[tuple[str, bool]], ptx: str | None) -> dict[str, Any]:
+    """Write the binaries of one family's ``programs`` (one per architecture) into
+    ``out``: a cubin per ``sm_`` program, the PTX for ``ptx`` where asked for. Returns
+    the family's index entry (its files, lowered names and cooperative kernels);
+    RuntimeError where the architectures lowered a name differently."""
+    lowered = programs[0].lowered
+    if any(r.lowered != lowered for r in programs):
+        raise RuntimeError(f"{family}: the lowered names differ between architectures")
+    files = {}
+    for r in programs:
+        if r.binary:
+            files[r.arch] = f"{family}.{r.arch}.cubin"
+            _write(out / files[r.arch], r.binary)
+        if r.ptx and ptx is not None:
+            files[ptx] = f"{family}.{ptx}.ptx"
+            _write(out / files[ptx], r.ptx)
+    return {"family": family, "files": files, "names": lowered,
+            "cooperative": sorted(n for n, c in names if c)}
+
+
 def build(out_dir: str | os.PathLike[str], archs: Iterable[str] = ARCHS,
           ptx: str | None = PTX, families: Iterable[str] | None = None,
           jobs: int | None = None, report: Callable[[str], None] | None = None
@@ -336,36 +399,19 @@ def build(out_dir: str | os.PathLike[str], archs: Iterable[str] = ARCHS,
     written last. ``jobs`` programs at once (default: this process's CPUs); ``report``
     (optional) gets a line per program and one for the whole. Returns the index."""
     archs = list(dict.fromkeys(archs))
-    for arch in [*archs, *([ptx] if ptx else [])]:
-        kind = cuda_loader.parse_arch(arch)[0]
-        if (kind == "cubin") != (arch in archs):
-            raise ValueError(f"cubins are sm_XY architectures, the PTX compute_XY: {arch}")
+    _check_archs(archs, ptx)
     version = nvrtc_version()
     include, headers = include_dirs(version[0])
-    found = kernel_families()
-    texts = {label: f.source for label, f in found.items()}
-    wanted = {label: f.names for label, f in found.items()}
-    if families is not None:
-        families = list(families)
-        unknown = sorted(set(families) - set(wanted))
-        if unknown:
-            raise ValueError(f"unknown families {unknown}; known: {sorted(wanted)}")
-        wanted = {f: wanted[f] for f in families}
+    texts, wanted = _wanted_families(families)
     ptx_twin = None if ptx is None else "sm_" + ptx.split("_", 1)[1]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    # a family built before into out_dir with the same source, names, compiler and
-    # architectures is kept (a rebuild after an edit compiles the families it changed)
+    # a rebuild into the same folder by the same compiler for the same architectures
+    # compiles only the families whose source or names changed
     previous = cuda_loader.read_index(out)
-    kept = {}
-    if (previous.get("nvrtc") == list(version) and previous.get("headers") == headers
-            and previous.get("archs") == archs and previous.get("ptx") == ptx):
-        for family, names in wanted.items():
-            entry = previous["sources"].get(cuda_loader.source_digest(texts[family]))
-            if (entry is not None and entry["family"] == family
-                    and set(entry["names"]) == {n for n, _ in names}
-                    and all((out / f).is_file() for f in entry["files"].values())):
-                kept[family] = entry
+    same_build = (previous.get("nvrtc") == list(version) and previous.get("headers") == headers
+                  and previous.get("archs") == archs and previous.get("ptx") == ptx)
+    kept = _kept_families(previous, out, texts, wanted) if same_build else {}
     tasks = [(family, arch, arch == ptx_twin) for family in wanted if family not in kept
              for arch in archs]
     if ptx is not None and ptx_twin not in archs:
@@ -403,21 +449,9 @@ def build(out_dir: str | os.PathLike[str], archs: Iterable[str] = ARCHS,
             files_written.update(kept[family]["files"].values())
             continue
         mine = [r for r in results if r.family == family]
-        lowered = mine[0].lowered
-        if any(r.lowered != lowered for r in mine):
-            raise RuntimeError(f"{family}: the lowered names differ between architectures")
-        files = {}
-        for r in mine:
-            if r.binary:
-                files[r.arch] = f"{family}.{r.arch}.cubin"
-                _write(out / files[r.arch], r.binary)
-            if r.ptx and ptx is not None:
-                files[ptx] = f"{family}.{ptx}.ptx"
-                _write(out / files[ptx], r.ptx)
-        files_written.update(files.values())
-        index["sources"][cuda_loader.source_digest(texts[family])] = {
-            "family": family, "files": files, "names": lowered,
-            "cooperative": sorted(n for n, c in wanted[family] if c)}
+        entry = _write_family(out, family, mine, wanted[family], ptx)
+        files_written.update(entry["files"].values())
+        index["sources"][cuda_loader.source_digest(texts[family])] = entry
         index["seconds"][family] = {r.arch: round(r.seconds, 2) for r in mine}
     for stale in out.iterdir():  # binaries of an earlier build
         if stale.suffix in (".cubin", ".ptx") and stale.name not in files_written:
