@@ -124,3 +124,40 @@ def test_site_maths_render_offline():
     script = DOCS / "_static" / path.group(1)
     assert script.is_file() and script.stat().st_size > 1_000_000
     assert (script.parent / "LICENSE").is_file()
+
+
+ROOT = DOCS.parent
+_BENCH_PATH = re.compile(r"(?<![\w/])benchmarks/[\w./*{},-]*[\w*}]")
+
+
+def _expand_braces(path: str) -> list[str]:
+    """``a_{x,y}.json`` -> ``a_x.json``, ``a_y.json`` (as a shell expands it)."""
+    group = re.search(r"\{([^{}]*)\}", path)
+    if group is None:
+        return [path]
+    return [expanded for choice in group.group(1).split(",")
+            for expanded in _expand_braces(path[:group.start()] + choice + path[group.end():])]
+
+
+def test_every_benchmarks_path_named_in_the_code_and_docs_exists():
+    """Each ``benchmarks/...`` path that a docstring or comment of src/, a page of docs/
+    or the README names is there (a glob matches a file; a placeholder such as ``TOPIC``
+    or ``MACHINE`` stands for any folder: the part before it exists), so that moving a
+    script or a result cannot leave a reference behind."""
+    texts = [ROOT / "README.md", *sorted(DOCS.rglob("*.md")), *sorted(DOCS.rglob("*.rst")),
+             *sorted((ROOT / "src").rglob("*.py")), *sorted((ROOT / "src").rglob("*.cpp")),
+             *sorted((ROOT / "src").rglob("*.hpp"))]
+    texts = [p for p in texts if "_build" not in p.parts and "generated" not in p.parts]
+    missing, seen = [], 0
+    for page in texts:
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            for named in _BENCH_PATH.findall(line):
+                seen += 1
+                for path in _expand_braces(named.rstrip(".")):
+                    placeholder = re.search(r"/[A-Z][A-Z_]+(?:/|$)", path)
+                    if placeholder is not None:
+                        path = path[:placeholder.start()]
+                    if not (list(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()):
+                        missing.append(f"{page.relative_to(ROOT)}:{n}: {path}")
+    assert seen >= 20  # the references exist (docs/benchmarks.md names dozens)
+    assert not missing, "\n".join(missing)

@@ -469,7 +469,7 @@ def update(
         from the previous scores. ``"auto"``: the frontier phase on the CPU, skipped when
         the steps run on the GPU, where the warm-started steps of the whole graph cost
         less than the CPU's frontier phase (measured in docs/benchmarks.md,
-        ``benchmarks/incremental.py``); ``info["frontier_choice"]`` says which and why.
+        ``benchmarks/methods/incremental.py``); ``info["frontier_choice"]`` says which and why.
     frontier_tol : float, optional
         Change of a node (in units of the scores) above which it activates its
         out-neighbours; default ``10 tol / n`` for L1 (module docstring, step 2).

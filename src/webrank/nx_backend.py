@@ -425,7 +425,7 @@ def should_run(name, args, kwargs):
     it, so every call webrank can reproduce runs on it. On the CPU, graphs below
     :data:`webrank.kernels.cpu.SMALL_GRAPH_EDGES` edges take the compiled step on one
     thread and import no SciPy, so a first call costs about networkx's own (1.0-1.1x on a
-    200-node graph, ``benchmarks/first_call.py``); on a GPU each step is a kernel launch
+    200-node graph, ``benchmarks/first_call/first_call.py``); on a GPU each step is a kernel launch
     and the first call starts CUDA."""
     ok = can_run(name, args, kwargs)
     if ok is not True:

@@ -35,7 +35,7 @@ quarter of the block has converged the block is compacted to the active columns.
 web-NotreDame (k = 64, tol 1e-10, iterations 120–144) that cuts the column-steps by
 16 % but the time by only ~2 %: a step's cost is mostly per row, not per column.
 
-Measured (``benchmarks/ppr_batch.py``, 2 shared cores, web-NotreDame, tol 1e-10):
+Measured (``benchmarks/methods/ppr_batch.py``, 2 shared cores, web-NotreDame, tol 1e-10):
 k = 16, 64, 256 batched runs are 4.3×, 6.0×, 5.5× faster than k single runs.
 """
 

@@ -33,7 +33,7 @@ from webrank.kernels.criteria import Q63_ULP, StopTest
 
 #: "auto" takes the blocked step when a solve is expected to take at least this many
 #: steps (``log(tol) / log(alpha)``, at most ``max_iter``). Measured by
-#: ``benchmarks/cpu_engines.py`` on 2 cores: the layout costs about 10-15 pull steps to
+#: ``benchmarks/cpu/cpu_engines.py`` on 2 cores: the layout costs about 10-15 pull steps to
 #: build and saves a fifth to a third of each step on the shared web graphs.
 BLOCKED_MIN_STEPS = 40
 #: ... and only with at least this many threads. With the compiled C++ pull step, two

@@ -96,7 +96,7 @@ __device__ __forceinline__ void wr_scatter_tile(
 // Sums are 64-bit fixed point in shared memory. On sm_90 a float atomicAdd there, and a
 // 64-bit integer one too, is a compare-and-swap loop (ATOMS.CAST.SPIN), slow and worse
 // under contention on a hub row; 32-bit integer adds are single instructions
-// (benchmarks/gpu_smem_atomics.py: 302 G adds/s against 202-221, 126 against 49-64 on one
+// (benchmarks/gpu/gpu_smem_atomics.py: 302 G adds/s against 202-221, 126 against 49-64 on one
 // row). So a 64-bit sum is two 32-bit words: the low word's add returns the old value,
 // whose carry goes into the high word's add. Every row sum is at most the L1 norm B of
 // the gathered vector (a source adds at most |x_j| to any row), so messages are scaled by

@@ -19,7 +19,7 @@ last ``anderson + 1`` recorded sweeps, the sweep before each mixing being record
 extrapolation. On the shared web graphs at tol 1e-10 (2 blocks) this cuts the sweeps
 from 62 to 45 (cnr-2000), 88 to 38 (web-NotreDame) and 102 to 44 (soc-Epinions1) at
 alpha 0.85, and 843 to 235, 1299 to 167, 1664 to 185 at 0.99 — fewer passes than GMRES
-at a fraction of its vector work (``benchmarks/results/cpu_methods.json``;
+at a fraction of its vector work (``benchmarks/results/cpu/cpu_2core/cpu_methods.json``;
 docs/solvers.md).
 
 Stopping rule: the power method's, ``||b - A x|| < tol`` for the sweep vector ``x``

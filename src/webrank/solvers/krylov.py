@@ -45,7 +45,7 @@ Precision: the products come from ``op.propagate``, float64 on both backends (Sc
 cuSPARSE with float64 values). ``dtype="float32"`` therefore only rounds the edge values
 of weighted graphs to float32 (as the power method does); the Krylov vectors and the
 gathered vector stay float64, and the solvers reach ``tol=1e-10`` and below in either
-dtype (measured on web-NotreDame: see ``benchmarks/krylov_matvecs.py``).
+dtype (measured on web-NotreDame: see ``benchmarks/methods/krylov_matvecs.py``).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ import numpy as np
 from webrank.solvers import SolverOutput, register
 
 # GMRES basis size and deflated vectors. Ours, from web-NotreDame at alpha 0.99, tol 1e-10
-# (L1) on the CPU (power: 1598 products; benchmarks/results/krylov_cpu.json):
+# (L1) on the CPU (power: 1598 products; benchmarks/results/methods/cpu_2core/krylov.json):
 #   plain GMRES(m), m = 10 / 20 / 30 / 50 / 100 / 200:  1169 / 820 / 581 / 431 / 370 / 321
 #   GMRES-DR(m, k), (20, 8) / (30, 10) / (50, 10) / (50, 20) / (80, 30):
 #                                                      476 / 433 / 392 / 344 / 320
