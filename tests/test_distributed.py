@@ -238,6 +238,29 @@ def test_shards_round_trip_and_refuse_bad_sets(tmp_path, rng):
         read_shard(d, 2, 3)
 
 
+def test_a_shard_is_read_as_a_map_of_its_file_and_checked(tmp_path, rng):
+    """A rank's part is memory maps of its shard (page cache, no private copy of the
+    links), and a shard whose source ids leave the graph is refused by name."""
+    from webrank.distributed.inputs import write_manifest, write_shard
+
+    g = random_graph(rng, 3000, 30000)
+    d = write_shards(g, tmp_path / "s", 2)
+    part = read_shard(d, 1, 2)
+    assert isinstance(part.indices, np.memmap) and isinstance(part.indptr, np.memmap)
+    ref, _ = parts_of(g, 2)
+    np.testing.assert_array_equal(part.indices, ref[1].indices)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    indices = np.array([0, 1, 7], dtype=np.int32)  # node 7 of a 5-node graph
+    name = write_shard(bad, 0, 1, 0, 5, 5, {
+        "indptr": np.array([0, 1, 2, 3, 3, 3], dtype=np.int64), "indices": indices,
+        "out_weight": np.ones(5)})
+    write_manifest(bad, n=5, edges=3, bounds=np.array([0, 5]), files=[name],
+                   weighted=False)
+    with pytest.raises(DistributedError, match="source ids outside the graph"):
+        read_shard(bad, 0, 1)
+
+
 def _shares_graph(scale, seed, chunk, xp=np):
     """The R-MAT graph of the shares write_rmat_shards draws, built in one piece."""
     from webrank.generate import rmat_permutation, rmat_share

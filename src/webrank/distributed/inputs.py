@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -202,12 +203,12 @@ def read_shard(directory: str | os.PathLike[str], part: int, parts: int) -> Part
     bounds = np.asarray(doc["bounds"], dtype=np.int64)
     register_input(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(bytes(z["meta"]).decode())
-            indptr, indices = z["indptr"], z["indices"]
-            out_weight = z["out_weight"]
-            weights = z["weights"] if "weights" in z.files else None
-    except (OSError, ValueError, KeyError) as exc:
+        data = _shard_arrays(path)
+        meta = json.loads(bytes(data["meta"]).decode())
+        indptr, indices = data["indptr"], data["indices"]
+        out_weight = data["out_weight"]
+        weights = data.get("weights")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise DistributedError(f"{path}: not a webrank shard ({exc})") from None
     r0, r1 = int(bounds[part]), int(bounds[part + 1])
     problems = []
@@ -219,13 +220,42 @@ def read_shard(directory: str | os.PathLike[str], part: int, parts: int) -> Part
     if indptr.size != r1 - r0 + 1 or int(indptr[-1]) != indices.size or \
             meta.get("edges") != indices.size or out_weight.size != r1 - r0:
         problems.append("arrays of the wrong sizes")
-    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= doc["n"]):
+    if indices.size and not _ids_within(indices, int(doc["n"])):
         problems.append("source ids outside the graph")
     if problems:
         raise DistributedError(f"shard {name} in {directory}: {'; '.join(problems)} "
                                "(shards from different conversions mixed?)")
     return Part(index=part, row_begin=r0, row_end=r1, n=int(doc["n"]), indptr=indptr,
                 indices=indices, weights=weights, out_weight=out_weight)
+
+
+def _shard_arrays(path: Path) -> dict[str, np.ndarray]:
+    """A shard's members as read-only memory maps of the file (an uncompressed ``.npz``,
+    as webrank writes them): a rank's part costs page cache, not memory of its own,
+    and goes to its GPU through the staging copies straight from the map; other
+    ``.npz`` files are read whole by ``np.load``."""
+    from webrank.io.native import stored_arrays
+
+    with zipfile.ZipFile(path) as archive:
+        data = stored_arrays(str(path), archive, mapped=True)
+    if data is None:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    return data
+
+
+def _ids_within(ids: np.ndarray, n: int) -> bool:
+    """Whether every id is in ``0..n-1``: a scan on all threads (a shard of billions of
+    links in seconds, where NumPy's min and max each take one core)."""
+    from webrank.kernels.cpu_build import id_bounds
+
+    if ids.dtype.kind != "i" or ids.dtype.itemsize not in (4, 8):
+        return bool(int(ids.min()) >= 0 and int(ids.max()) < n)
+    chunk = 1 << 22
+    starts = np.arange(0, ids.size, chunk, dtype=np.int64)
+    counts = np.minimum(chunk, ids.size - starts)
+    lo, hi = id_bounds(ids, ids, starts, counts)
+    return bool(lo.min() >= 0 and hi.max() < n)
 
 
 def read_part(source: Any, comm: Comm, *, num_nodes: int | None = None,

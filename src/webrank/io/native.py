@@ -38,7 +38,7 @@ from webrank.graph import Graph, first_bad_weight
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import check_input
 
-__all__ = ["FORMAT_MARKER", "FORMAT_VERSION", "read_native", "save_graph"]
+__all__ = ["FORMAT_MARKER", "FORMAT_VERSION", "read_native", "save_graph", "stored_arrays"]
 
 FORMAT_MARKER = "webrank-graph"
 FORMAT_VERSION = 1
@@ -210,7 +210,7 @@ def read_native(
                     path=name,
                 )
             on_gpu = opts.device == "gpu"
-            data = _stored_arrays(path, z.zip, mapped=on_gpu) or {k: z[k] for k in keys}
+            data = stored_arrays(path, z.zip, mapped=on_gpu) or {k: z[k] for k in keys}
     except GraphFormatError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
@@ -278,12 +278,14 @@ def _check_claims(archive: zipfile.ZipFile, name: str) -> None:
                "load it on a machine with more memory", path=name)
 
 
-def _stored_arrays(path: str, archive: zipfile.ZipFile,
+def stored_arrays(path: str, archive: zipfile.ZipFile,
                    mapped: bool = False) -> dict[str, np.ndarray] | None:
-    """Every ``.npy`` member of ``archive`` read into a fresh array with one
-    ``readinto`` (``mapped``: as a read-only memory map of the file, nothing read yet),
-    or None where a member is compressed, not ``.npy`` or holds objects (then
-    ``np.load`` reads them)."""
+    """Every ``.npy`` member of the ``.npz`` ``archive`` (open on ``path``) read into a
+    fresh array with one ``readinto`` (``mapped``: as a read-only memory map of the
+    file, nothing read yet: the pages come from the page cache as they are used, and
+    count as no process's own memory), or None where a member is compressed, not
+    ``.npy`` or holds objects (then ``np.load`` reads them). Shared with the readers of
+    shard directories (:mod:`webrank.distributed.inputs`)."""
     from numpy.lib import format as npy
 
     infos = archive.infolist()
