@@ -125,9 +125,9 @@ def test_no_import_cycles_between_modules():
 
 
 def test_cli_choices_come_from_the_registries(monkeypatch):
-    """The CLI offers exactly what the backends and solvers register (no copied lists):
-    its choices are the registries' tuples, its --method help is read from the solver
-    registry when shown."""
+    """The CLI offers exactly what the backends, solvers and readers register (no copied
+    lists): its choices are the registries' tuples, its --method help is read from the
+    solver registry when shown, its --format help from ``webrank.io.FORMATS``."""
     import click
 
     import webrank
@@ -147,6 +147,12 @@ def test_cli_choices_come_from_the_registries(monkeypatch):
     assert set(engine.choices) == set(GPU_ENGINES) | set(CPU_ENGINES)
     method = params["method"]
     assert all(name in method.help for name in SOLVERS), method.help
+    from webrank.io import FORMATS  # --format's help names every format load() reads
+
+    for command in (cli.commands["rank"], cli.commands["convert"]):
+        fmt = {p.name: p for p in command.params}["fmt"]
+        assert all(f"{name} ({suffixes[0]}" in fmt.help
+                   for name, suffixes in FORMATS.items()), (command.name, fmt.help)
     # a solver registered later shows in the help and is documented by pagerank
     monkeypatch.setitem(SPECS, "richardson", SolverSpec("richardson", SOLVERS["power"],
                                                         devices=("gpu",)))

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from webrank.errors import OverwriteError
+from webrank.io import FORMATS
 from webrank.io.atomic import check_target
 from webrank.io.options import ReadOptions
 
@@ -49,10 +50,14 @@ class GraphSource:
     options: ReadOptions = field(default_factory=ReadOptions)
 
 
+#: ``--format``'s help, read from the formats ``webrank.load`` knows (a format added
+#: there is offered here without another list to keep)
+_FORMAT_HELP = ("Input format (default: from the file's suffix, after .gz/.bz2): "
+                + ", ".join(f"{name} ({' '.join(suffixes)})"
+                            for name, suffixes in FORMATS.items()) + ".")
+
 _SOURCE_OPTIONS = [
-    click.option("--format", "fmt", default=None,
-                 help="Input format (default: from the extension): edgelist, adjacency, "
-                      "mtx, parquet, webrank (.npz cache), bvgraph."),
+    click.option("--format", "fmt", default=None, help=_FORMAT_HELP),
     click.option("--labels", type=click.Choice(["int", "string"]), default="int",
                  show_default=True,
                  help="Node ids: non-negative integers, or any token (URLs, names)."),
