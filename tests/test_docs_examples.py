@@ -99,15 +99,17 @@ def test_every_public_name_is_in_the_api_reference():
 
 
 def test_user_pages_hold_no_lab_notes():
-    """No issue numbers, commit hashes, paths of a development checkout, machine kinds or
-    the seed files' numbers in the README and the site's user pages (docs/development.md
-    and docs/architecture.md are for developers)."""
+    """No issue numbers, commit hashes, paths of a development checkout, machine kinds,
+    "device scripts", "this 2-core machine" or the seed files' numbers in the README and
+    the site's user pages (docs/development.md and docs/architecture.md are for
+    developers)."""
     pages = [DOCS.parent / "README.md", *sorted(DOCS.rglob("*.md"))]
     pages = [p for p in pages if p.name not in ("development.md", "architecture.md")
              and "_build" not in p.parts]
     banned = re.compile(r"seed 0\d\d|\bissues?\b|/work/|\.\./shared|"
                         r"nvidia-h[12]00(?:-x\d+)?(?![\w-])|"
-                        r"slow hour|development machine|git archive|"
+                        r"slow hour|development machine|git archive|device scripts?|"
+                        r"this \d+-core machine|"
                         r"(?:first|second|third) design|\bitem \d|everyday-path|"
                         r"\b(?:commit|at|before|since) [0-9a-f]{7,40}\b", re.I)
     found = [f"{p.name}:{n}: {line.strip()[:80]}" for p in pages
@@ -161,3 +163,31 @@ def test_every_benchmarks_path_named_in_the_code_and_docs_exists():
                         missing.append(f"{page.relative_to(ROOT)}:{n}: {path}")
     assert seen >= 20  # the references exist (docs/benchmarks.md names dozens)
     assert not missing, "\n".join(missing)
+
+
+def test_the_python_version_and_cli_options_users_read_are_true():
+    """The Python version the getting-started page names is pyproject's
+    ``requires-python``, and every ``--option`` that the getting-started page and the
+    user guide name is an option of some ``webrank`` command."""
+    import click
+
+    from webrank.cli import cli
+
+    required = re.search(r'^requires-python = ">=(\d+\.\d+)"',
+                         (ROOT / "pyproject.toml").read_text(), flags=re.M).group(1)
+    start = (DOCS / "getting-started.md").read_text()
+    assert re.findall(r"Python (\d+\.\d+)", start) == [required]
+
+    options = {"--help"}
+    commands = [cli]
+    while commands:
+        command = commands.pop()
+        options.update(o for p in command.params for o in (*p.opts, *p.secondary_opts))
+        if isinstance(command, click.Group):
+            commands.extend(command.commands.values())
+    outside = {"--install"}  # xcode-select --install: not webrank's
+    pages = [DOCS / "getting-started.md", *sorted((DOCS / "guide").glob("*.md"))]
+    unknown = [f"{page.name}: {named}" for page in pages
+               for named in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", page.read_text())
+               if named not in options | outside]
+    assert not unknown, unknown
