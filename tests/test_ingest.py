@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from webrank import build, load
+from webrank.errors import GraphFormatError
 from webrank.graph import Graph
 from webrank.io import edgelist
 
@@ -248,6 +249,36 @@ def test_parallel_parse_slots_are_made_only_where_written():
     assert int(a[:: 1 << 20].sum()) == 7 * 256 and a[1] == 0
     assert resident_bytes() - before < 64 << 20  # 256 small pages, not 256 huge ones
     assert sparse_array(0, np.int64).size == 0
+
+
+@pytest.mark.parametrize("late_wide_id", [False, True])
+def test_ids_of_many_blocks_come_back_whole(tmp_path, late_wide_id):
+    """A compressed file of many of pyarrow's blocks: its ids come back as int32 copied
+    a record batch at a time (each batch's buffers given back as it is copied), or as
+    int64 where a late id passes int32, every id in place; a negative id in a late block
+    still ends in the exact reader's one-line error."""
+    import gzip
+
+    from webrank.io.edgelist import read_edge_columns
+
+    lines = 600_000  # several of pyarrow's 4 MiB blocks
+    src = np.arange(lines, dtype=np.int64)
+    dst = (src * 7919) % lines
+    if late_wide_id:
+        dst[-1] = 2**33 + 5
+    text = "".join(f"{a}\t{b}\n" for a, b in zip(src.tolist(), dst.tolist(), strict=True))
+    path = tmp_path / "many.txt.gz"
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write(text)
+    got_src, got_dst, _, _ = read_edge_columns(path)
+    assert build.joined(got_dst).dtype == (np.int64 if late_wide_id else np.int32)
+    np.testing.assert_array_equal(build.joined(got_src), src)
+    np.testing.assert_array_equal(build.joined(got_dst), dst)
+    bad = tmp_path / "negative.txt.gz"
+    with gzip.open(bad, "wt", compresslevel=1) as f:
+        f.write(text + "5\t-3\n")
+    with pytest.raises(GraphFormatError, match=f"line {lines + 1}"):
+        load(bad)
 
 
 def test_pyarrow_path_keeps_int32_ids_where_they_fit(tmp_path):

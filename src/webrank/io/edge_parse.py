@@ -17,7 +17,7 @@ from webrank.arrays import distinct
 from webrank.build import Chunked, Pieces, as_chunks
 from webrank.errors import GraphFormatError
 from webrank.graph import first_bad_weight
-from webrank.io._arrow import copy_chunks, numpy_of
+from webrank.io._arrow import numpy_of
 from webrank.io.edge_layout import (
     WHAT,
     Layout,
@@ -252,6 +252,36 @@ class MappedSource:
                 return
 
 
+#: record batches copied between two returns of freed memory to the system
+_RELEASE_EVERY = 16
+
+
+def _int32_columns(held: list[Any]) -> list[np.ndarray]:
+    """The two id columns of the pyarrow table in ``held`` (int64, every id below 2**31;
+    taken out of the list, which the caller passes as the table's only holder) as int32
+    arrays, copied a record batch at a time while each copied batch's buffers go back:
+    the peak is the int64 table plus one batch (16 bytes a link), where copying whole
+    columns beside the table held 24. The new arrays' pages come in as they are
+    written."""
+    import pyarrow as pa
+
+    table = held.pop()
+    rows = table.num_rows
+    out = [np.empty(rows, dtype=np.int32), np.empty(rows, dtype=np.int32)]
+    batches = table.to_batches()
+    del table
+    at = 0
+    for i in range(len(batches)):
+        batch, batches[i] = batches[i], None
+        for k in (0, 1):
+            out[k][at:at + batch.num_rows] = numpy_of(batch.column(k))
+        at += batch.num_rows
+        del batch
+        if i % _RELEASE_EVERY == _RELEASE_EVERY - 1:
+            pa.default_memory_pool().release_unused()
+    return out
+
+
 class _Changed(Exception):
     """The file's size differs from the size measured when it was opened."""
 
@@ -321,11 +351,14 @@ def fast_read(
             return None
         small = all(b["max"].as_py() is None or b["max"].as_py() <= 2**31 - 1
                     for b in bounds)
-        # int32 where the ids fit (8 bytes a link beside the table's 16, not 16 more),
-        # copied a block at a time; the table's buffers go back before the build
-        cols = [copy_chunks(c, np.empty(len(c), np.int32)) if small else numpy_of(c)
-                for c in ids]
-        del table, ids
+        del ids
+        if small:  # int32, the table's blocks given back as they are copied
+            held = [table]
+            del table
+            cols = _int32_columns(held)
+        else:
+            cols = [numpy_of(table.column(k)) for k in ("src", "dst")]
+            del table
         pa.default_memory_pool().release_unused()
         src = as_chunks(cols[0])
         dst = as_chunks(cols[1], like=src)
