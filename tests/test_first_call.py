@@ -207,7 +207,7 @@ def test_edge_sums_product_is_scipys_bit_for_bit(weighted, x_dtype):
 
 def test_numpy_and_scipy_csr_builds_agree(monkeypatch):
     # graphs below NUMPY_BUILD_EDGES are sorted by NumPy: same CSR as SciPy's conversion
-    import webrank.graph as graph_module
+    import webrank.edge_arrays as graph_module
 
     rng = np.random.default_rng(7)
     for trial in range(60):

@@ -53,7 +53,7 @@ __all__ = [
 
 #: edge counts from which the parallel build (compiled kernels, :mod:`webrank.kernels.cpu_build`)
 #: runs; below, NumPy's serial sort (``webrank.graph``), which needs no SciPy: the same
-#: size as ``webrank.graph.NUMPY_BUILD_EDGES``, so that no build imports SciPy's sparse
+#: size as ``webrank.edge_arrays.NUMPY_BUILD_EDGES``, so that no build imports SciPy's sparse
 #: module (0.2 s of a first call on 2 cores; docs/benchmarks.md)
 PARALLEL_BUILD_EDGES = 1 << 15
 

@@ -126,8 +126,9 @@ from webrank.backends import (
     resolve_device,
 )
 from webrank.build import out_link_csr
+from webrank.edge_arrays import as_id_array
 from webrank.errors import ConvergenceError, GraphFormatError
-from webrank.graph import Graph, as_id_array, index_dtype
+from webrank.graph import Graph, index_dtype
 from webrank.ranking import as_distribution, check_scalar_args, gpus_for_call, merged_info
 from webrank.result import PageRankResult
 from webrank.solvers import in_epochs

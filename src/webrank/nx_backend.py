@@ -238,7 +238,8 @@ def convert_from_nx(G, *, edge_attrs=None, node_attrs=None, preserve_edge_attrs=
 
     t0 = time.perf_counter()
     src, dst, w, nodes, index = _edge_arrays(G, weight, default)
-    from webrank.graph import Graph, first_bad_weight
+    from webrank.build import first_bad_weight
+    from webrank.graph import Graph
 
     if w is not None and w.size:
         k = first_bad_weight(w)

@@ -14,9 +14,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from webrank.arrays import distinct
-from webrank.build import Chunked, Pieces, as_chunks
+from webrank.build import Chunked, Pieces, as_chunks, first_bad_weight
 from webrank.errors import GraphFormatError
-from webrank.graph import first_bad_weight
 from webrank.io._arrow import numpy_of
 from webrank.io.edge_layout import (
     WHAT,

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
-from webrank.graph import first_bad_weight
 from webrank.io.edge_layout import (
     BIG_HINT,
     BOM,

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
-from webrank.graph import Graph, first_bad_weight
+from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.sources import LineCapReader, line_text, open_binary
 

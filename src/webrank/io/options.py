@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from webrank.graph import Duplicates, Graph, NodeIds
+from webrank.edge_arrays import NodeIds
+from webrank.graph import Duplicates, Graph
 from webrank.io.sources import Progress
 
 __all__ = ["DELIMITER_WORDS", "ReadOptions", "reader_options"]
