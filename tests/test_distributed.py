@@ -324,6 +324,10 @@ def test_generate_rmat_shards_cli_ranks_as_one_graph(tmp_path):
     bad = webrank_cli("generate", "er", "100", "--shards", "2", "-o", tmp_path / "x")
     assert bad.returncode == 2 and "R-MAT graphs only" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # without --shards the output is a file: a directory is refused in one line
+    bad = webrank_cli("generate", "er", "100", "-o", tmp_path)
+    assert bad.returncode == 2 and "is a directory" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_edge_files_in_one_process(tmp_path, rng):

@@ -529,6 +529,9 @@ def generate(kind, size, out, seed, param, shards, device) -> None:
     if shards is not None:
         _generate_shards(kind, size, out, seed, param, shards, device)
         return
+    if os.path.isdir(out):
+        raise click.BadParameter(f"{out!r} is a directory: name a file (a directory of "
+                                 "shards takes --shards)", param_hint="'--out' / '-o'")
     params: dict[str, Any] = {}
     for item in param:
         name, sep, value = item.partition("=")
