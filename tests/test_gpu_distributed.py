@@ -222,7 +222,7 @@ def test_exchange_sends_only_linked_nodes(rng, monkeypatch, padded):
 
 def test_rmat_shards_drawn_and_built_on_the_gpu(tmp_path):
     """`generate rmat --shards --device gpu`'s path: the shares drawn on the GPU, each
-    row bucket's CSR built there and its out-degrees counted by atomic adds; the
+    row bucket's CSR built there and its out-degrees counted on the card; the
     shards are the graph of the same shares built in one piece."""
     import cupy as cp
     from test_distributed import _assert_shards_hold, _shares_graph

@@ -146,8 +146,7 @@ def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int,
     inbox = _route_rmat(scale, edge_factor, seed, xp, cuts, int(chunk), progress,
                         rmat_share, rmat_permutation)
     t1 = time.perf_counter()
-    # out-degrees, counted where the CSR is built (a GPU's atomic adds take uint64)
-    degree = xp.zeros(n, dtype=np.int64 if xp is np else np.uint64)
+    degree = xp.zeros(n, dtype=np.int64)  # out-degrees, counted where the CSR is built
     pieces: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(parts)]
     for b in range(cuts.size - 1):
         src, row = _joined(inbox[b])
@@ -155,10 +154,7 @@ def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int,
         indptr, indices, _ = csr_on_device(xp.asarray(src), xp.asarray(row),
                                            int(cuts[b + 1] - cuts[b]))
         del src, row
-        if xp is np:
-            degree += np.bincount(indices, minlength=n)
-        else:  # (atomic adds: no n-long count per bucket)
-            xp.add.at(degree, indices, 1)
+        degree += xp.bincount(indices, minlength=n)
         indptr, indices = _host(indptr), _host(indices)
         owner = int(np.searchsorted(bounds, cuts[b], side="right")) - 1
         pieces[owner].append((indptr, indices))
