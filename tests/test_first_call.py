@@ -376,7 +376,7 @@ def test_pyarrow_threads_follow_the_process_cpus(monkeypatch):
     with that many of pyarrow's threads, and the columns are written by as many."""
     import pyarrow as pa
 
-    from webrank.io import tables
+    from webrank import tables
     from webrank.kernels import native
 
     before = pa.cpu_count()

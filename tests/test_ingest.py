@@ -191,7 +191,7 @@ def test_factorize_in_parallel_slices_is_the_serial_numbering(monkeypatch, threa
     # appearance, src-then-dst interleaved) as one hash pass, across chunk boundaries
     import pyarrow as pa
 
-    from webrank.io import tables
+    from webrank import tables
 
     rng = np.random.default_rng(threads)
     words = np.array([f"http://h{i % 13}.org/{i}" for i in range(3000)])

@@ -10,6 +10,8 @@ import pytest
 from conftest import DATASETS, write
 
 from webrank.errors import GraphFormatError
+from webrank.files.atomic import atomic_write
+from webrank.files.sources import open_binary
 from webrank.graph import Graph
 from webrank.io import (
     FORMATS,
@@ -23,8 +25,6 @@ from webrank.io import (
     write_parquet,
 )
 from webrank.io import edgelist as el
-from webrank.io.atomic import atomic_write
-from webrank.io.sources import open_binary
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -517,7 +517,7 @@ def test_numpy_of_reads_arrow_buffers_as_to_numpy(arrow_type):
     # chunks, empty chunks and columns, and nulls (which fall back to pyarrow) all agree
     import pyarrow as pa
 
-    from webrank.io._arrow import numpy_of
+    from webrank.files.arrow import numpy_of
 
     base = pa.array(np.arange(10) * 3, type=getattr(pa, arrow_type)())
     cases = [base, base.slice(3, 5), base.slice(10),

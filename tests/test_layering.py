@@ -60,7 +60,7 @@ def _private(segment: str) -> bool:
 
 def test_no_private_name_is_used_outside_its_module():
     """``from webrank.a import _b`` from another module, or a private module
-    (``webrank.io._arrow``) from outside its package, is a layering leak: what other
+    (``webrank.x._y``) from outside its package, is a layering leak: what other
     modules need gets a public name and a docstring."""
     leaks = []
     for name, path in MODULES.items():

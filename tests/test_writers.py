@@ -121,7 +121,7 @@ def test_graph_writers_refuse_the_file_they_read(tmp_path):
 def test_both_files_of_a_bvgraph_are_guarded(tmp_path):
     from test_bvgraph import encode_bvgraph
 
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     base = tmp_path / "g"
     encode_bvgraph(base, [[1], [2], [0]])
@@ -234,7 +234,7 @@ def test_an_interrupt_while_the_temporary_file_is_made_leaves_nothing(tmp_path, 
 def test_a_write_takes_only_default_signal_actions_and_gives_them_back(tmp_path):
     """SIGTERM at its default is handled for the time of the write; a SIGHUP that nohup
     ignores stays ignored; both are as before afterwards."""
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:

@@ -311,7 +311,7 @@ class Graph:
         >>> Graph.from_dataframe(df).labels.tolist()
         ['a', 'b', 'c']
         """
-        from webrank.io.tables import as_arrow_table, edge_columns, require_columns
+        from webrank.tables import as_arrow_table, edge_columns, require_columns
 
         if labels not in ("int", "string"):
             raise ValueError(f"labels must be 'int' or 'string', not {labels!r}")
@@ -378,7 +378,7 @@ class Graph:
             value); with ``directed=False``, a matrix that is not symmetric (the first
             ``(i, j)`` where ``A[i, j] != A[j, i]``).
         """
-        from webrank.io.tables import adjacency_edges
+        from webrank.tables import adjacency_edges
 
         if not isinstance(directed, (bool, np.bool_)):
             raise ValueError(f"directed must be True or False, not {directed!r}")

@@ -245,7 +245,7 @@ class PageRankResult:
         order; ``.json``: the summary plus ``{"node": ..., "score": ...}`` lists.
         The file is written under a temporary name and renamed when complete.
         """
-        from webrank.io.atomic import atomic_write
+        from webrank.files.atomic import atomic_write
         from webrank.io.columns import write_columns
 
         path = Path(path)

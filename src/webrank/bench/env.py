@@ -120,7 +120,7 @@ def median_time(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1,
 
 def write_json(doc: dict[str, Any], path: str | Path) -> None:
     """Write ``doc`` as indented JSON, atomically."""
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     with atomic_write(Path(path), mode="w") as f:
         json.dump(doc, f, indent=2, default=str)

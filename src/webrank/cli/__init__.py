@@ -28,7 +28,7 @@ from webrank.cli.common import (
     load_graph,
 )
 from webrank.errors import ConvergenceError, WebrankError
-from webrank.io.atomic import Terminated, raising_on_termination
+from webrank.files.atomic import Terminated, raising_on_termination
 from webrank.result import SCORE_SUFFIXES
 
 
@@ -334,7 +334,7 @@ def _read_personalization(path: str, labels: str) -> dict:
     ``.gz`` or ``.bz2``; binary data and lines over the cap refused (GraphFormatError
     naming the file and line)."""
     from webrank.errors import GraphFormatError
-    from webrank.io.sources import TokenLines, field_text, line_text, open_binary
+    from webrank.files.sources import TokenLines, field_text, line_text, open_binary
 
     out: dict[Any, float] = {}
     with open_binary(path) as f:

@@ -18,8 +18,8 @@ from typing import Any
 import click
 
 from webrank.errors import OverwriteError
+from webrank.files.atomic import check_target
 from webrank.io import FORMATS
-from webrank.io.atomic import check_target
 from webrank.io.options import ReadOptions
 
 __all__ = [
@@ -151,7 +151,7 @@ def check_output(
     inputs : iterable of str or None
         The files and directories the command reads: the output may be none of them
         (hard and symbolic links included), nor lie inside an input directory, nor
-        (``directory``) hold one (:func:`webrank.io.atomic.check_target`, the guard
+        (``directory``) hold one (:func:`webrank.files.atomic.check_target`, the guard
         every writer goes through).
 
     Raises

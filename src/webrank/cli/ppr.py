@@ -6,7 +6,7 @@ and lines starting with ``#`` or ``%`` are skipped; seed sets are numbered 0, 1,
 file order (the ``seed_set`` column of the output). Each seed set teleports evenly to its
 nodes; a node listed twice counts once. Labels are integers unless ``--labels string``.
 A line may hold any number of seeds (it is read a piece at a time), a label at most
-:data:`~webrank.io.sources.MAX_LINE_BYTES`.
+:data:`~webrank.files.sources.MAX_LINE_BYTES`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from webrank.cli.common import (
     load_graph,
 )
 from webrank.errors import GraphFormatError
-from webrank.io.sources import TokenLines, field_text, line_text, open_binary
+from webrank.files.sources import TokenLines, field_text, line_text, open_binary
 
 
 def read_seeds(path: str, graph, labels: str = "int") -> list[list]:

@@ -33,8 +33,8 @@ import numpy as np
 from webrank.distributed.comm import Comm
 from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_bounds
 from webrank.errors import DistributedError, GraphFormatError
+from webrank.files.atomic import atomic_write, check_target, register_input
 from webrank.graph import Graph
-from webrank.io.atomic import atomic_write, check_target, register_input
 from webrank.io.options import ReadOptions
 
 __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_manifest",
@@ -301,7 +301,7 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
     if path.suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        from webrank.io.tables import arrow_id_columns, edge_columns
+        from webrank.tables import arrow_id_columns, edge_columns
 
         register_input(path)
         table = pq.read_table(path)

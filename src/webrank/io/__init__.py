@@ -21,7 +21,7 @@ The options every reader shares (``labels``, ``delimiter``, ``header``, ``weight
 (``load(path, labels="string")``); its docstring documents them, each reader's says
 which apply to its format.
 
-Every output file is written atomically (:func:`webrank.io.atomic.atomic_write`).
+Every output file is written atomically (:func:`webrank.files.atomic.atomic_write`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webrank.errors import GraphFormatError
+from webrank.files.sources import check_input, strip_compression
 from webrank.graph import Graph
 from webrank.io.adjacency import read_adjacency, write_adjacency
 from webrank.io.edgelist import read_edgelist, write_edgelist
@@ -38,7 +39,6 @@ from webrank.io.mtx import read_mtx, write_mtx
 from webrank.io.native import read_native, save_graph
 from webrank.io.options import ReadOptions, reader_options
 from webrank.io.parquet import read_parquet, write_parquet
-from webrank.io.sources import check_input, strip_compression
 
 __all__ = [
     "FORMATS",
@@ -199,7 +199,7 @@ def _directory_message(name: str) -> str:
 
 def _load_bvgraph(name: str, opts: ReadOptions) -> Graph:
     """LAW BVGraph via :mod:`webrank.io.bvgraph` (another module; imported lazily)."""
-    from webrank.io.atomic import register_input
+    from webrank.files.atomic import register_input
     from webrank.io.bvgraph import read_bvgraph
 
     if os.path.isdir(name):

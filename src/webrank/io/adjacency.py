@@ -12,9 +12,9 @@ paper's figure)::
     3 3 2 7 9
     4 1 1
 
-Lines are read a piece at a time (:class:`~webrank.io.sources.TokenLines`): a line may
+Lines are read a piece at a time (:class:`~webrank.files.sources.TokenLines`): a line may
 list any number of sources, but no field may be longer than
-:data:`~webrank.io.sources.MAX_LINE_BYTES`, and a comment is skipped unread. Tokens are
+:data:`~webrank.files.sources.MAX_LINE_BYTES`, and a comment is skipped unread. Tokens are
 split per line, then converted and checked in bulk (NumPy), so there is no per-edge
 Python work.
 """
@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from webrank.errors import GraphFormatError
+from webrank.files.sources import Progress, TokenLines, line_text, open_binary
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import Progress, TokenLines, line_text, open_binary
 
 __all__ = ["read_adjacency", "write_adjacency"]
 
@@ -256,7 +256,7 @@ def write_adjacency(graph: Graph, path: str | os.PathLike[str]) -> None:
     path : str or os.PathLike
         Output file, plain text whatever its suffix.
     """
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     lab = graph.node_labels()
     deg = graph.in_degree

@@ -32,14 +32,14 @@ def write_columns(path: str | os.PathLike[str], columns: Mapping[str, Any],
     ``.csv`` / ``.tsv`` / ``.txt``: a header line of the names, then one line per row;
     ``.parquet``: the columns; ``.json``: ``summary`` plus each column as a list. The
     file appears complete at its name or not at all
-    (:func:`~webrank.io.atomic.atomic_write`).
+    (:func:`~webrank.files.atomic.atomic_write`).
 
     Raises
     ------
     ValueError
         Another suffix.
     """
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
     from webrank.io.frames import columns_to_arrow
 
     ext = os.path.splitext(os.fspath(path))[1].lower()

@@ -14,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from webrank.errors import GraphFormatError, InputWarning
-from webrank.io.sources import (
+from webrank.files.sources import (
     line_cap,
     long_line_error,
 )

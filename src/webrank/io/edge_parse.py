@@ -16,18 +16,18 @@ import numpy as np
 from webrank.arrays import distinct
 from webrank.build import Chunked, Pieces, as_chunks, first_bad_weight
 from webrank.errors import GraphFormatError
-from webrank.io._arrow import numpy_of
-from webrank.io.edge_layout import (
-    WHAT,
-    Layout,
-)
-from webrank.io.sources import (
+from webrank.files.arrow import numpy_of
+from webrank.files.sources import (
     LineWatch,
     Progress,
     line_at,
     long_line_error,
 )
-from webrank.io.tables import arrow_threads, factorize
+from webrank.io.edge_layout import (
+    WHAT,
+    Layout,
+)
+from webrank.tables import arrow_threads, factorize
 
 __all__ = ["ArrowSource", "MappedSource", "fast_read", "parallel_read", "sparse_array"]
 
@@ -127,7 +127,7 @@ class ArrowSource(io.RawIOBase):
     It watches the bytes going through for ``x``/``X``: pyarrow parses ``0x1f`` as a hex
     integer, which the exact scanner rejects; and it keeps a decompression error so it
     can be re-raised as such rather than as a CSV error. It watches them for a line
-    longer than the cap too (:class:`~webrank.io.sources.LineWatch`): pyarrow would hold
+    longer than the cap too (:class:`~webrank.files.sources.LineWatch`): pyarrow would hold
     the whole line, a few times over (a 2 GiB comment took 4.3 GB), so the data ends
     there and the error is kept.
     """

@@ -14,6 +14,13 @@ import numpy as np
 
 from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
+from webrank.files.sources import (
+    Progress,
+    line_cap,
+    line_text,
+    long_line_error,
+    open_binary,
+)
 from webrank.io.edge_layout import (
     BIG_HINT,
     BOM,
@@ -28,14 +35,7 @@ from webrank.io.edge_layout import (
     quoted_record,
     splitter,
 )
-from webrank.io.sources import (
-    Progress,
-    line_cap,
-    line_text,
-    long_line_error,
-    open_binary,
-)
-from webrank.io.tables import factorize
+from webrank.tables import factorize
 
 __all__ = ["slow_read"]
 

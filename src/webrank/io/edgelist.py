@@ -3,7 +3,7 @@
 The format
 ----------
 * plain text, gzip (``.gz``) or bzip2 (``.bz2``); UTF-8; ``\\n`` or ``\\r\\n`` line ends;
-  a line (comments too) of at most :data:`~webrank.io.sources.MAX_LINE_BYTES` (1 MiB),
+  a line (comments too) of at most :data:`~webrank.files.sources.MAX_LINE_BYTES` (1 MiB),
   its line end included: a longer one is refused (``no line end in 1 MiB``) by every
   path, without holding it in memory (a few MB of gzip can hold a line of gigabytes);
 * lines whose first non-blank character is ``#`` or ``%`` are comments, anywhere in the
@@ -47,6 +47,14 @@ from typing import Any
 
 import numpy as np
 
+from webrank.files.sources import (
+    find_long_line,
+    line_at,
+    long_line_error,
+    open_binary,
+    plain_size,
+    strip_compression,
+)
 from webrank.graph import Graph
 from webrank.io.edge_layout import HEADER_WORDS, WHAT, drop_unused_header, sniff
 from webrank.io.edge_parse import (
@@ -57,15 +65,7 @@ from webrank.io.edge_parse import (
 )
 from webrank.io.edge_scan import slow_read
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import (
-    find_long_line,
-    line_at,
-    long_line_error,
-    open_binary,
-    plain_size,
-    strip_compression,
-)
-from webrank.io.tables import factorize
+from webrank.tables import factorize
 
 __all__ = ["HEADER_WORDS", "PARALLEL_PARSE_BYTES", "factorize", "read_edgelist",
            "write_edgelist"]
@@ -156,7 +156,7 @@ def read_edge_columns(
 
 def _refuse_long_lines(path: str, name: str, start: int) -> None:
     """A plain file's lines from byte ``start`` on, looked at every cap's worth of
-    bytes for one longer than the cap (:func:`~webrank.io.sources.find_long_line`):
+    bytes for one longer than the cap (:func:`~webrank.files.sources.find_long_line`):
     refused before pyarrow or the parallel parse holds it (pyarrow took 4x a long line's
     length)."""
     offset = find_long_line(path, start)
@@ -176,7 +176,7 @@ def write_edgelist(
     Nodes are written as their original ids/labels (:meth:`Graph.node_labels`); edges
     sorted by source, then target; weights (if any) with the shortest text that reads
     back as the same float64. A ``.gz``/``.bz2`` suffix compresses the file. The file
-    is written atomically (:func:`~webrank.io.atomic.atomic_write`).
+    is written atomically (:func:`~webrank.files.atomic.atomic_write`).
 
     Isolated nodes (no edge) cannot be represented in an edge list and are not written.
 
@@ -200,8 +200,8 @@ def write_edgelist(
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from webrank.io.atomic import atomic_write
-    from webrank.io.sources import compression_of
+    from webrank.files.atomic import atomic_write
+    from webrank.files.sources import compression_of
 
     src, dst, w = graph.edges()
     order = np.lexsort((dst, src))

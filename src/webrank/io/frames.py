@@ -3,12 +3,12 @@ reader's path) and the results' ``to_pandas()`` / ``to_arrow()``.
 
 One path for every table library. pandas (>= 2.2), Polars, pyarrow and any other object
 with ``__arrow_c_stream__`` (the Arrow PyCapsule interface) become a pyarrow Table
-(:func:`webrank.io.tables.as_arrow_table`), whose checked columns
-(:func:`webrank.io.tables.edge_columns`) :meth:`Graph.from_dataframe` builds the graph
+(:func:`webrank.tables.as_arrow_table`), whose checked columns
+(:func:`webrank.tables.edge_columns`) :meth:`Graph.from_dataframe` builds the graph
 from; :func:`webrank.io.parquet.read_parquet` takes the same path, so a DataFrame, an
 Arrow table and a Parquet file of the same edges give the same graph, and string ids
 become the labels that ``webrank.load(..., labels="string")`` gives for the same edges
-(numbered in order of first appearance, :func:`webrank.io.tables.factorize`).
+(numbered in order of first appearance, :func:`webrank.tables.factorize`).
 
 Row numbers in error messages are 0-based positions in the table (pandas' ``iloc``
 positions, not index labels).
@@ -93,7 +93,7 @@ def columns_to_arrow(columns: Mapping[str, np.ndarray]) -> Any:
     """
     import pyarrow as pa
 
-    from webrank.io._arrow import arrow_of
+    from webrank.files.arrow import arrow_of
 
     return pa.Table.from_arrays([arrow_of(v) for v in columns.values()],
                                 names=list(columns))

@@ -24,9 +24,9 @@ import numpy as np
 
 from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
+from webrank.files.sources import LineCapReader, line_text, open_binary
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import LineCapReader, line_text, open_binary
 
 __all__ = ["read_mtx", "write_mtx"]
 
@@ -99,7 +99,7 @@ def read_mtx(
                 check_fits(8 * size[0] * size[1], f"a dense {size[0]:,} x {size[1]:,} matrix",
                            "store a graph as 'coordinate' entries", path=name)
         else:  # the entries the size line claims, checked before SciPy allocates them
-            from webrank.io.sources import plain_size
+            from webrank.files.sources import plain_size
             from webrank.memory import check_mtx_entries
 
             check_mtx_entries(f.peek(1 << 16), path=name, file_bytes=plain_size(f))
@@ -163,7 +163,7 @@ def write_mtx(graph: Graph, path: str | os.PathLike[str]) -> None:
     import scipy.io
     import scipy.sparse as sp
 
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     src, dst, w = graph.edges()
     data = np.ones(src.size) if w is None else w

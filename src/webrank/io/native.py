@@ -35,9 +35,9 @@ import numpy as np
 from webrank.arrays import array_module
 from webrank.build import first_bad_weight
 from webrank.errors import GraphFormatError
+from webrank.files.sources import check_input
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import check_input
 
 __all__ = ["FORMAT_MARKER", "FORMAT_VERSION", "read_native", "save_graph", "stored_arrays"]
 
@@ -54,7 +54,7 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
 
     :func:`webrank.load` reads it back (``format="webrank"``, or a ``.npz`` suffix)
     without parsing or rebuilding anything. The file is written atomically
-    (:func:`~webrank.io.atomic.atomic_write`); ``path`` is used as given (no suffix is
+    (:func:`~webrank.files.atomic.atomic_write`); ``path`` is used as given (no suffix is
     added).
 
     Parameters
@@ -79,7 +79,7 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
     >>> webrank.load(path).num_edges
     3
     """
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     arrays: dict[str, np.ndarray] = {
         _MARKER_KEY: np.array(FORMAT_MARKER),

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 
 from webrank.edge_arrays import NodeIds
+from webrank.files.sources import Progress
 from webrank.graph import Duplicates, Graph
-from webrank.io.sources import Progress
 
 __all__ = ["DELIMITER_WORDS", "ReadOptions", "reader_options"]
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from webrank.errors import GraphFormatError
+from webrank.files.sources import check_input, compression_of
 from webrank.graph import Graph
 from webrank.io.frames import graph_from_arrow
 from webrank.io.options import ReadOptions, reader_options
-from webrank.io.sources import check_input, compression_of
-from webrank.io.tables import arrow_threads, require_columns
 from webrank.memory import check_claim
+from webrank.tables import arrow_threads, require_columns
 
 __all__ = ["read_parquet", "write_parquet"]
 
@@ -128,7 +128,7 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from webrank.io.atomic import atomic_write
+    from webrank.files.atomic import atomic_write
 
     src, dst, w = graph.edges()
     lab = graph.labels
@@ -150,7 +150,7 @@ def _int32_columns(pf: Any, source: str, target: str) -> tuple[Any, Any] | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from webrank.io._arrow import copy_chunks
+    from webrank.files.arrow import copy_chunks
 
     schema = pf.schema_arrow
     if not all(pa.types.is_integer(schema.field(c).type) for c in (source, target)):

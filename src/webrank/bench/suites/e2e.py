@@ -274,7 +274,7 @@ def parse_floor(path: str, fmt: str, labels: str = "int") -> float | None:
     if fmt in ("txt", "txt.gz"):
         import pyarrow.csv as pacsv
 
-        from webrank.io.sources import open_binary
+        from webrank.files.sources import open_binary
 
         skip = 0
         with open_binary(path) as f:
