@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import to_host
 from webrank.distributed.partition import Part
 
 __all__ = ["BUCKET_LINKS", "rmat_parts", "write_rmat_shards"]
@@ -155,12 +156,12 @@ def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int,
                                            int(cuts[b + 1] - cuts[b]))
         del src, row
         degree += xp.bincount(indices, minlength=n)
-        indptr, indices = _host(indptr), _host(indices)
+        indptr, indices = to_host(indptr), to_host(indices)
         owner = int(np.searchsorted(bounds, cuts[b], side="right")) - 1
         pieces[owner].append((indptr, indices))
         if progress is not None:
             progress("built", b + 1, cuts.size - 1)
-    degree = _host(degree)
+    degree = to_host(degree)
     t2 = time.perf_counter()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -200,8 +201,8 @@ def _route_rmat(scale: int, edge_factor: int, seed: int, xp: Any, cuts: np.ndarr
                                  xp=xp, dtype=np.int32, perm=perm)
         bucket = xp.searchsorted(inner, dst, side="right")
         order = xp.argsort(bucket, kind="stable")
-        counts = _host(xp.bincount(bucket, minlength=cuts.size - 1))
-        src, dst = _host(src[order]), _host(dst[order])
+        counts = to_host(xp.bincount(bucket, minlength=cuts.size - 1))
+        src, dst = to_host(src[order]), to_host(dst[order])
         del bucket, order
         ends = np.cumsum(counts)
         for b, (lo, hi) in enumerate(zip(ends - counts, ends, strict=True)):
@@ -216,7 +217,3 @@ def _joined(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np
     if not pieces:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
     return (np.concatenate([s for s, _ in pieces]), np.concatenate([r for _, r in pieces]))
-
-
-def _host(a: Any) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.get()
