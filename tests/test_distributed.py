@@ -5,6 +5,7 @@ against the single-process answer, bad input, and ranks that die or hang."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import dataset
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from package_path import WEBRANK_PATH
 from test_blocking import random_graph
 
@@ -399,6 +402,70 @@ def test_launch_info_reads_every_launcher():
     assert (launch_info(slurm).launcher, launch_info(slurm).rank) == ("slurm", 5)
     torch = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
     assert launch_info(torch).launcher == "torchrun" and launch_info(torch).local_rank == 1
+
+
+def test_launch_info_reads_slurm_task_counts_and_skips_odd_values():
+    # no --ntasks-per-node: this node's count from SLURM_TASKS_PER_NODE ("4(x2),3")
+    slurm = {"SLURM_PROCID": "9", "SLURM_NTASKS": "11", "SLURM_LOCALID": "1",
+             "SLURM_TASKS_PER_NODE": "4(x2),3", "SLURM_NODEID": "2"}
+    assert launch_info(slurm).local_size == 3
+    assert launch_info({**slurm, "SLURM_NODEID": "1"}).local_size == 4
+    assert launch_info({**slurm, "SLURM_TASKS_PER_NODE": "odd"}).local_size == 11
+    assert launch_info({"RANK": "x", "WORLD_SIZE": "2"}).launcher is None
+
+
+@pytest.mark.parametrize(("mask", "local", "expected"), [
+    (64, 4, 16),   # mpirun --bind-to none, torchrun: every process sees all 64 cores
+    (16, 4, 16),   # each bound to its own 16 cores: kept
+    (64, 1, 64),   # one process: its mask
+    (2, 4, 1),     # never below one
+])
+def test_processes_of_one_host_share_its_cores(monkeypatch, mask, local, expected):
+    from webrank.kernels import native
+
+    monkeypatch.setattr(native.os, "sched_getaffinity", lambda pid: set(range(mask)))
+    monkeypatch.setattr(native.os, "cpu_count", lambda: 64 if mask > 2 else 2)
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", str(local))
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(local))
+    assert native.available_cpus() == expected
+
+
+class _Offers:
+    """A stand-in transport: ``allgather_obj`` returns every rank's offer, computed
+    from the whole vector and the ranks' bounds (what the other processes would send)."""
+
+    def __init__(self, scores: np.ndarray, bounds: list[int], k: int) -> None:
+        from webrank.orders import best_indices
+
+        self.size = len(bounds) - 1
+        self.offers = []
+        for r0, r1 in itertools.pairwise(bounds):
+            best = best_indices(scores[r0:r1], k)
+            self.offers.append((best + r0, scores[r0:r1][best]))
+
+    def allgather_obj(self, obj):
+        return self.offers
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60), st.integers(0, 12),
+       st.lists(st.floats(0, 1), min_size=2, max_size=4))
+def test_top_of_the_ranks_rows_is_the_top_of_the_whole(levels, k, cuts):
+    """Each rank offers its own k best; the merge is the whole vector's top k, ties (many
+    here: few distinct scores) by node id, whatever the bounds."""
+    from webrank.distributed.run import top_of
+    from webrank.metrics import score_order
+
+    scores = np.asarray(levels, dtype=np.float64) / 7
+    n = scores.size
+    bounds = sorted({0, n, *(int(c * n) for c in cuts)})
+    comm = _Offers(scores, bounds, k)
+    want = score_order(scores)[:k]
+    for r0, r1 in itertools.pairwise(bounds):
+        got = top_of(scores[r0:r1], k, first=r0, comm=comm)
+        assert [node for node, _ in got] == want.tolist()
+        assert [s for _, s in got] == scores[want].tolist()
 
 
 def test_more_ranks_than_gpus_is_refused():

@@ -1,4 +1,5 @@
-"""Kendall's rank correlation of two score vectors, without SciPy (``scipy.stats``
+"""Orders of score vectors: the ``k`` best entries in O(n), and Kendall's rank
+correlation of two score vectors, without SciPy (``scipy.stats``
 takes one to two seconds to import, more than a comparison of millions of scores).
 
 Knight's algorithm (W. R. Knight, "A Computer Method for Calculating Kendall's Tau with
@@ -15,7 +16,25 @@ import math
 
 import numpy as np
 
-__all__ = ["kendall_tau"]
+__all__ = ["best_indices", "kendall_tau"]
+
+
+def best_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest entries of a 1-D array, best first, ties broken by
+    increasing index (int64; all entries if ``k`` is larger).
+
+    A selection (``np.partition``, O(n)) and an order of the entries at or above the
+    ``k``-th value, not a sort of all n: a billion-node top ten in seconds."""
+    n = scores.shape[0]
+    k = max(0, min(int(k), n))
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.arange(n)
+    if k < n:
+        cut = np.partition(scores, n - k)[n - k]
+        idx = np.flatnonzero(scores >= cut)
+    # lexsort: primary key last -> descending score, then ascending index
+    return idx[np.lexsort((idx, -scores[idx]))][:k].astype(np.int64, copy=False)
 
 
 def _tied_pairs(sorted_keys: np.ndarray) -> int:

@@ -55,6 +55,7 @@ from webrank.backends import device_name, make_batch_operator, resolve_device
 from webrank.backends.seeds import SeedColumns
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
+from webrank.orders import best_indices
 from webrank.ranking import (
     as_distribution,
     check_scalar_args,
@@ -553,16 +554,8 @@ def _solve_batch(op, pers: SeedColumns, cols: np.ndarray, *, tol_cmp: float,
 def _top_of_column(x: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices and values of the ``count`` largest entries of a 1-D array, best first,
     ties broken by node index (as :meth:`PageRankResult.top`)."""
-    n = x.shape[0]
-    count = min(count, n)
-    if count < n:
-        cut = np.partition(x, n - count)[n - count]
-        cand = np.flatnonzero(x >= cut)
-    else:
-        cand = np.arange(n)
-    vals = x[cand]
-    order = np.lexsort((cand, -vals))[:count]
-    return cand[order].astype(np.int64), vals[order].astype(np.float64)
+    best = best_indices(x, count)
+    return best, x[best].astype(np.float64)
 
 
 def _py(x: Any) -> Any:

@@ -133,15 +133,9 @@ class PageRankResult:
 
     def _top_indices(self, k: int) -> np.ndarray:
         """Node indices of the ``k`` best, descending score, ties by node index."""
-        k = max(0, min(int(k), self.scores.size))
-        if k == 0:
-            return np.zeros(0, dtype=np.int64)
-        # lexsort: primary key last -> descending score, then ascending index
-        idx = np.arange(self.scores.size)
-        if k < self.scores.size:
-            cut = np.partition(self.scores, self.scores.size - k)[self.scores.size - k]
-            idx = np.flatnonzero(self.scores >= cut)
-        return idx[np.lexsort((idx, -self.scores[idx]))][:k]
+        from webrank.orders import best_indices
+
+        return best_indices(self.scores, k)
 
     def top(self, k: int = 10) -> list[tuple[Any, float]]:
         """The ``k`` highest-ranked nodes as ``(label, score)``, ties broken by node index."""

@@ -202,8 +202,10 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
     try:
         r = distributed_pagerank(source, device=device, comm=comm, devices=devices,
                                  top=top_k, **params)
+        t_write = time.perf_counter()
         if output:
             write_scores(output, comm, r.row_begin, r.scores, r.info.get("labels"))
+        t_write = time.perf_counter() - t_write
     except (WebrankError, ValueError, OSError, KeyError, MemoryError) as exc:
         # one line, then stop every rank: the others may be waiting in a collective, and
         # MPI's finalize at exit would wait for them
@@ -214,8 +216,9 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
     if comm.rank != 0:
         return
     if as_json:
-        click.echo(json.dumps({**r.summary(), "top": [{"node": k, "score": s}
-                                                      for k, s in r.top]}, default=str))
+        click.echo(json.dumps({**r.summary(), "write_s": t_write,
+                               "top": [{"node": k, "score": s} for k, s in r.top]},
+                              default=str))
         return
     for i, (node, score) in enumerate(r.top, 1):
         click.echo(f"{i:>4}  {node}  {score:.6e}")

@@ -4,7 +4,8 @@
 * :mod:`~webrank.distributed.comm` — the transports (one process, MPI, NCCL);
 * :mod:`~webrank.distributed.operator` — the partitioned Google matrix the solvers run on;
 * :mod:`~webrank.distributed.inputs` — shards, partitioned edge files, partitioned output;
-* :mod:`~webrank.distributed.run` — launchers, the run, its result.
+* :mod:`~webrank.distributed.launch` — this process's rank and its host's share;
+* :mod:`~webrank.distributed.run` — the run and its result.
 
 ``webrank.pagerank(graph, device="gpu", gpus=2)`` drives several GPUs of one host from one
 process; ``mpirun -n 16 webrank rank shards/ --distributed -o ranks/`` runs one process per
@@ -30,7 +31,8 @@ _LAZY = {
     "write_scores": "webrank.distributed.inputs",
     "distributed_pagerank": "webrank.distributed.run",
     "DistributedResult": "webrank.distributed.run",
-    "launch_info": "webrank.distributed.run",
+    "launch_info": "webrank.distributed.launch",
+    "Launch": "webrank.distributed.launch",
 }
 
 __all__ = sorted(_LAZY)

@@ -487,8 +487,7 @@ def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
     its ``_SUCCESS`` (so that a run that fails half-way never leaves old and new parts
     under a success marker), the parts of ranks this run does not have, and temporary
     files a killed run left."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from webrank.io.columns import write_columns
 
     directory = Path(directory)
     if comm.rank == 0:
@@ -503,8 +502,9 @@ def write_scores(directory: str | os.PathLike[str], comm: Comm, row_begin: int,
     comm.allgather_obj(None)  # no rank writes before the old marker is gone
     ids = np.arange(row_begin, row_begin + scores.size)
     nodes = ids if labels is None else labels.take(ids)  # (a collective where distributed)
-    with atomic_write(directory / f"part-{comm.rank:05d}.parquet") as f:
-        pq.write_table(pa.table({"node": nodes, "score": scores}), f)
+    # the single-process writer's encodings (no dictionaries of unique floats)
+    write_columns(directory / f"part-{comm.rank:05d}.parquet",
+                  {"node": nodes, "score": scores})
     written = comm.allgather_obj(scores.size)
     if comm.rank == 0:
         with atomic_write(directory / "_SUCCESS", mode="w") as f:

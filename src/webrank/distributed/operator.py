@@ -524,10 +524,34 @@ class PartitionedOperator(PageRankOperator):
         of a fresh array overlap), then all-gathered across processes."""
         if not isinstance(a, PartVectors):
             return np.asarray(a)
-        import cupy as cp
-
         local = sum(h.r1 - h.r0 for h in self._homes)
         out = np.empty(self.n) if local == self.n else np.zeros(self.n)
+        self._download(a, out, 0)
+        self._host_gather(out)
+        return out
+
+    def local_span(self) -> tuple[int, int]:
+        """The rows of this process's parts, ``(first, end)`` (its homes hold
+        consecutive parts)."""
+        mine = [i for home in self.comm.homes for i in home]
+        return int(self.bounds[min(mine)]), int(self.bounds[max(mine) + 1])
+
+    def local_rows(self, a: Any) -> np.ndarray:
+        """This process's rows (:meth:`local_span`) of a vector, on the host: a
+        :class:`PartVectors` copied down from its GPUs without the all-gather of
+        :meth:`to_host` (once the run is over, the rest of a billion-node vector is
+        the other processes' to write)."""
+        r0, r1 = self.local_span()
+        if not isinstance(a, PartVectors):
+            return np.asarray(a, dtype=np.float64)[r0:r1]
+        out = np.empty(r1 - r0)
+        self._download(a, out, r0)
+        return out
+
+    def _download(self, a: PartVectors, out: np.ndarray, first: int) -> None:
+        """Each home's rows of ``a`` into ``out`` (row ``r`` at ``out[r - first]``), one
+        host thread per GPU, the host's cores shared among them."""
+        import cupy as cp
 
         from webrank.kernels.native import available_cpus
 
@@ -537,11 +561,9 @@ class PartitionedOperator(PageRankOperator):
             h = self._homes[i]
             with cp.cuda.Device(h.device):
                 h.stream.synchronize()
-                gpu_arrays.download(a.arrays[i], out[h.r0:h.r1], threads)
+                gpu_arrays.download(a.arrays[i], out[h.r0 - first:h.r1 - first], threads)
 
         _each_device(down, list(range(len(self._homes))))
-        self._host_gather(out)
-        return out
 
     def synchronize(self) -> None:
         for h in self._homes:

@@ -20,7 +20,6 @@ launcher needed).
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from webrank.distributed.comm import Comm, LocalComm
+from webrank.distributed.launch import Launch, launch_info
 from webrank.distributed.partition import Part, split_graph
 from webrank.errors import DistributedError
 
@@ -38,48 +38,6 @@ __all__ = ["DistributedResult", "Launch", "check_gpus_per_host", "launch_info",
 #: methods that run on a partitioned graph (the rest need more than the operator's
 #: partitioned step and product)
 PARTITIONED_METHODS = ("auto", "power", "gmres", "bicgstab", "aitken", "quadratic")
-
-
-@dataclass(frozen=True)
-class Launch:
-    """How this process was started."""
-
-    launcher: str | None  # "mpi", "slurm", "torchrun", or None
-    rank: int
-    size: int
-    local_rank: int
-    local_size: int
-
-
-def launch_info(env: dict[str, str] | None = None) -> Launch:
-    """This process's rank, size, local rank and local size from the launcher's variables
-    (:class:`Launch`; ``launcher`` None and size 1 when no launcher started it)."""
-    env = os.environ if env is None else env
-
-    def get(*names: str) -> int | None:
-        for name in names:
-            if env.get(name, "") != "":
-                return int(env[name])
-        return None
-
-    if get("OMPI_COMM_WORLD_SIZE", "PMI_SIZE") is not None:
-        kind = "mpi"
-        rank, size = get("OMPI_COMM_WORLD_RANK", "PMI_RANK"), get("OMPI_COMM_WORLD_SIZE",
-                                                                  "PMI_SIZE")
-        local = get("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
-        local_size = get("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
-    elif get("SLURM_PROCID") is not None and get("SLURM_NTASKS") is not None:
-        kind = "slurm"
-        rank, size = get("SLURM_PROCID"), get("SLURM_NTASKS")
-        local, local_size = get("SLURM_LOCALID"), get("SLURM_NTASKS_PER_NODE")
-    elif get("WORLD_SIZE") is not None and get("RANK") is not None:
-        kind = "torchrun"
-        rank, size = get("RANK"), get("WORLD_SIZE")
-        local, local_size = get("LOCAL_RANK"), get("LOCAL_WORLD_SIZE")
-    else:
-        return Launch(None, 0, 1, 0, 1)
-    return Launch(kind, int(rank or 0), int(size or 1), int(local or 0),
-                  int(local_size or size or 1))
 
 
 def check_gpus_per_host(local_size: int, visible: int, host: str | None = None) -> None:
@@ -195,10 +153,12 @@ def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
                    dtype: str = "float64", method: str = "auto",
                    personalization: np.ndarray | None = None,
                    dangling: np.ndarray | None = None, callback: Any = None,
-                   check_every: int = 16, engine: str = "auto"
+                   check_every: int = 16, engine: str = "auto", whole: bool = True
                    ) -> tuple[Any, Any, np.ndarray]:
     """Run a solver on this process's parts: ``(operator, solver output, scores)``, the
-    scores full length, normalised, the same on every process.
+    scores normalised: full length and the same on every process, or (``whole=False``)
+    this process's rows only (``operator.local_span()``), with no all-gather of the
+    result.
 
     Raises
     ------
@@ -217,21 +177,34 @@ def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
     x0 = np.full(n, 1.0 / n)
     out = get_solver(method)(op, x0, tol=tol, max_iter=max_iter, criterion=criterion,
                              callback=callback)
-    x = np.asarray(out.x, dtype=np.float64)
-    total = x.sum()
+    if whole:
+        x = np.asarray(out.x, dtype=np.float64)
+        total = x.sum()
+    else:
+        x = op.local_rows(out.x)
+        total = comm.sum_host(x.sum())
     scores = x / total if total > 0 else x
     return op, out, scores
 
 
-def top_of(scores: np.ndarray, k: int, labels: np.ndarray | None = None
-           ) -> list[tuple[Any, float]]:
-    """The ``k`` best nodes as (label, score), ties by node index."""
-    from webrank.metrics import score_order
+def top_of(scores: np.ndarray, k: int, labels: Any = None, *, first: int = 0,
+           comm: Comm | None = None) -> list[tuple[Any, float]]:
+    """The ``k`` best nodes as (label, score), ties by node index: of ``scores``, the
+    rows from ``first`` on; with ``comm``, of every process's rows (each offers its own
+    ``k`` best, O(rows), and every process merges the same candidates)."""
+    from webrank.orders import best_indices
 
-    best = score_order(scores)[: max(0, int(k))]
-    names = best if labels is None else labels.take(best)  # (a collective where distributed)
-    return [(n.item() if hasattr(n, "item") else n, float(scores[i]))
-            for n, i in zip(names, best, strict=True)]
+    best = best_indices(scores, k)
+    ids, values = best + int(first), scores[best].astype(np.float64)
+    if comm is not None and comm.size > 1:
+        offers = comm.allgather_obj((ids, values))
+        ids = np.concatenate([i for i, _ in offers])
+        values = np.concatenate([v for _, v in offers])
+        keep = best_indices(values, k)  # the offers come in node order: ties by node
+        ids, values = ids[keep], values[keep]
+    names = ids if labels is None else labels.take(ids)  # (a collective where distributed)
+    return [(n.item() if hasattr(n, "item") else n, float(v))
+            for n, v in zip(names, values, strict=True)]
 
 
 def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.85,
@@ -270,15 +243,15 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
     op, out, scores = pagerank_parts(parts, bounds, comm, devices=devices, alpha=alpha,
                                      tol=tol, max_iter=max_iter, criterion=criterion,
                                      dtype=dtype, method=method, callback=callback,
-                                     engine=engine)
+                                     engine=engine, whole=False)
     t2 = time.perf_counter()
-    mine = [i for home in comm.homes for i in home]
-    r0, r1 = int(bounds[min(mine)]), int(bounds[max(mine) + 1])
+    r0, r1 = op.local_span()
     return DistributedResult(
-        scores=scores[r0:r1].copy(), row_begin=r0, row_end=r1, n=int(bounds[-1]),
+        scores=scores, row_begin=r0, row_end=r1, n=int(bounds[-1]),
         rank=comm.rank, size=comm.size, iterations=out.iterations,
         converged=out.converged, residuals=np.asarray(out.residuals),
-        method=out.info.get("method", method), top=top_of(scores, top, labels),
+        method=out.info.get("method", method),
+        top=top_of(scores, top, labels, first=r0, comm=comm),
         setup_time=t1 - t0, elapsed=t2 - t1,
         info={**op.info, **op.timings, "labels": labels})
 

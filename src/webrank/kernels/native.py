@@ -24,12 +24,24 @@ _threads: int | None = None
 
 
 def available_cpus() -> int:
-    """The CPUs this process may run on: its affinity mask (what a container, ``taskset``
-    or Slurm gives it), not the host's count."""
+    """The CPUs this process may use: its affinity mask (what a container, ``taskset``
+    or Slurm gives it), not the host's count, shared with the other processes a
+    launcher started on this host where their masks are not their own.
+
+    ``mpirun --bind-to none`` and torchrun give each of a host's P processes every core;
+    each then takes 1/P of them (a thread per core in each would oversubscribe the
+    cores P times: OpenMP's waiting threads spin against the others' work). A process
+    bound to its own cores (a mask of at most the host's CPUs / P) keeps its mask."""
+    from webrank.distributed.launch import launch_info
+
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        mask = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
+        mask = max(1, os.cpu_count() or 1)
+    sharing = launch_info().local_size
+    if sharing > 1 and mask * sharing > (os.cpu_count() or mask):
+        return max(1, mask // sharing)
+    return mask
 
 
 def num_threads() -> int:
