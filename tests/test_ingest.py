@@ -281,6 +281,50 @@ def test_ids_of_many_blocks_come_back_whole(tmp_path, late_wide_id):
         load(bad)
 
 
+def test_pyarrow_parses_int32_ids_and_again_as_int64_past_the_head(tmp_path, monkeypatch):
+    """Where the head's ids have at most nine digits pyarrow parses int32 columns (8
+    bytes a link for the table, no int64 table to copy from); an id past int32 beyond the
+    head makes the reader parse the file again as int64, with the same graph as the
+    exact scanner's."""
+    import gzip
+
+    import pyarrow.csv as pacsv
+
+    from webrank.io.edgelist import read_edge_columns
+
+    types = []
+    real = pacsv.read_csv
+
+    def watched(*args, **kwargs):
+        types.append({str(t) for t in kwargs["convert_options"].column_types.values()})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pacsv, "read_csv", watched)
+    lines = 300_000  # far past the head the layout is sniffed from
+    small = tmp_path / "small.txt.gz"
+    with gzip.open(small, "wt") as f:
+        f.write("".join(f"{i}\t{(7 * i) % lines}\n" for i in range(lines)))
+    src, dst, _, _ = read_edge_columns(small)
+    assert types == [{"int32"}]
+    assert build.joined(src).dtype == np.int32
+    np.testing.assert_array_equal(build.joined(dst), (7 * np.arange(lines)) % lines)
+    wide = tmp_path / "wide.txt.gz"
+    with gzip.open(wide, "wt") as f:
+        f.write("".join(f"{i}\t{i + 1}\n" for i in range(lines)))
+        f.write(f"{3 * 2**32 + 7}\t5\n")
+    types.clear()
+    src, dst, _, _ = read_edge_columns(wide)
+    assert types == [{"int32"}, {"int64"}]
+    assert build.joined(src).dtype == np.int64
+    assert build.joined(src)[-1] == 3 * 2**32 + 7 and build.joined(dst)[-1] == 5
+    assert build.joined(src).size == lines + 1
+    weighted = tmp_path / "w.txt.gz"  # long decimals in the weights do not count
+    with gzip.open(weighted, "wt") as f:
+        f.write("".join(f"{i} {i + 1} 0.12345678901234\n" for i in range(1000)))
+    types.clear()
+    assert load(weighted).num_edges == 1000 and "int32" in types[0]
+
+
 def test_pyarrow_path_keeps_int32_ids_where_they_fit(tmp_path):
     """A compressed edge list goes through pyarrow's reader: its int64 columns come back
     as int32 where every id fits (8 bytes a link beside the table, not 16), as int64

@@ -26,10 +26,13 @@ from webrank.files.sources import (
 from webrank.io.edge_layout import (
     WHAT,
     Layout,
+    is_comment,
+    splitter,
 )
 from webrank.tables import arrow_threads, factorize
 
-__all__ = ["ArrowSource", "MappedSource", "fast_read", "parallel_read", "sparse_array"]
+__all__ = ["ArrowSource", "MappedSource", "WideIds", "fast_read", "ids_fit_int32",
+           "parallel_read", "sparse_array"]
 
 _BLOCK = 1 << 22  # pyarrow CSV block size: ~16 blocks for a 60 MB file, parsed in parallel
 
@@ -256,12 +259,12 @@ _RELEASE_EVERY = 16
 
 
 def _int32_columns(held: list[Any]) -> list[np.ndarray]:
-    """The two id columns of the pyarrow table in ``held`` (int64, every id below 2**31;
-    taken out of the list, which the caller passes as the table's only holder) as int32
-    arrays, copied a record batch at a time while each copied batch's buffers go back:
-    the peak is the int64 table plus one batch (16 bytes a link), where copying whole
-    columns beside the table held 24. The new arrays' pages come in as they are
-    written."""
+    """The two id columns of the pyarrow table in ``held`` (int32, or int64 with every
+    id below 2**31; taken out of the list, which the caller passes as the table's only
+    holder) as contiguous int32 arrays, copied a record batch at a time while each
+    copied batch's buffers go back: the peak is the table plus one batch (8 or 16 bytes
+    a link), where copying whole columns beside the table held 16 or 24. The new arrays'
+    pages come in as they are written."""
     import pyarrow as pa
 
     table = held.pop()
@@ -285,21 +288,37 @@ class _Changed(Exception):
     """The file's size differs from the size measured when it was opened."""
 
 
+class WideIds(Exception):
+    """A parse of int32 ids met an id past 2**31 - 1: parse the file again as int64."""
+
+
+def ids_fit_int32(data: bytes, layout: Layout) -> bool:
+    """Whether the ids of ``data`` (a file's first data lines) all have at most nine
+    characters, so that pyarrow may parse them as int32: half the table of int64 ids,
+    and no copy into int32 afterwards. An id past int32 further on raises
+    :class:`WideIds` from :func:`fast_read`."""
+    split = splitter(layout.delimiter, "int")
+    return all(len(field) <= 9 for line in bytes(data).splitlines() if not is_comment(line)
+               for field in split(line)[:2])
+
+
 def fast_read(
     source: ArrowSource | MappedSource, layout: Layout, labels: str, use_w: bool,
-    pieces: bool = False,
+    pieces: bool = False, narrow: bool = False,
 ) -> tuple[Any, Any, Any, np.ndarray | None] | None:
     """Parse ``source`` (the data lines) with pyarrow; None when the exact scanner must
     decide. ``pieces``: integer columns as :class:`~webrank.build.Pieces` of pyarrow's
     blocks (for a build on the GPU: no join, no parallel kernels on the host), else
-    chunked."""
+    chunked. ``narrow`` (integer ids, not ``pieces``): parse the ids as int32
+    (:func:`ids_fit_int32`); :class:`WideIds` where one does not fit."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
     arrow_threads()  # pyarrow's pool no larger than this process's CPUs
     names = ["src", "dst", "weight"][: layout.ncols]
-    id_type = pa.int64() if labels == "int" else pa.string()
+    narrow = narrow and labels == "int" and not pieces
+    id_type = (pa.int32() if narrow else pa.int64()) if labels == "int" else pa.string()
     types = {"src": id_type, "dst": id_type, "weight": pa.float64()}
     try:
         with source as data:
@@ -323,9 +342,11 @@ def fast_read(
         return None
     except pa.ArrowCancelled:  # pyarrow's reading was interrupted (Ctrl-C): stop here
         raise KeyboardInterrupt from None
-    except Exception:
+    except Exception as exc:
         if source.error is not None:
             raise source.error from None
+        if narrow and "to int32" in str(exc):
+            raise WideIds from None
         return None  # unparseable for pyarrow: let the exact scanner find out why
     if source.error is not None:
         raise source.error
@@ -348,8 +369,8 @@ def fast_read(
         bounds = [pc.min_max(c) for c in ids]
         if any(b["min"].as_py() is not None and b["min"].as_py() < 0 for b in bounds):
             return None
-        small = all(b["max"].as_py() is None or b["max"].as_py() <= 2**31 - 1
-                    for b in bounds)
+        small = narrow or all(b["max"].as_py() is None or b["max"].as_py() <= 2**31 - 1
+                              for b in bounds)
         del ids
         if small:  # int32, the table's blocks given back as they are copied
             held = [table]

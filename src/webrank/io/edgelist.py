@@ -60,7 +60,9 @@ from webrank.io.edge_layout import HEADER_WORDS, WHAT, drop_unused_header, sniff
 from webrank.io.edge_parse import (
     ArrowSource,
     MappedSource,
+    WideIds,
     fast_read,
+    ids_fit_int32,
     parallel_read,
 )
 from webrank.io.edge_scan import slow_read
@@ -140,18 +142,43 @@ def read_edge_columns(
         if (labels == "int" and layout.ncols == 2 and size is not None
                 and size - layout.data_start >= PARALLEL_PARSE_BYTES):
             cols = parallel_read(path, size, layout, opts.progress)
+        pieces = opts.device == "gpu"
+        narrow = labels == "int" and ids_fit_int32(head[layout.data_start:], layout)
         if cols is None:
-            source = (ArrowSource(head[layout.data_start:], stream, labels == "int",
-                                   path, name, layout.data_start)
-                      if size is None else
-                      MappedSource(path, size, layout.data_start, labels == "int",
-                                    opts.progress))
-            cols = fast_read(source, layout, labels, use_w, pieces=opts.device == "gpu")
+            try:
+                cols = fast_read(_arrow_source(path, opts, head, stream, size, layout),
+                                 layout, labels, use_w, pieces=pieces, narrow=narrow)
+            except WideIds:
+                cols = WideIds
+    if cols is WideIds:  # an id past int32 after the head: the file parsed again, int64
+        with open_binary(path, progress=opts.progress) as stream:
+            _skip(stream, len(head))
+            cols = fast_read(_arrow_source(path, opts, head, stream, size, layout),
+                             layout, labels, use_w, pieces=pieces)
     if cols is None:  # pyarrow could not parse it exactly: scan line by line
         cols = slow_read(path, name, layout, labels, use_w, opts.progress)
     if layout.maybe_header is not None:
         cols = drop_unused_header(cols, name, layout)
     return cols
+
+
+def _arrow_source(path: str, opts: ReadOptions, head: bytes, stream: Any, size: int | None,
+                  layout: Any) -> Any:
+    """What pyarrow reads: the data lines of a plain file mapped, or of a compressed
+    one (or a pipe) the rest of ``stream`` after ``head``, watched for hex ids."""
+    if size is None:
+        return ArrowSource(head[layout.data_start:], stream, opts.labels == "int", path,
+                           opts.name, layout.data_start)
+    return MappedSource(path, size, layout.data_start, opts.labels == "int", opts.progress)
+
+
+def _skip(stream: Any, count: int) -> None:
+    """Read ``count`` bytes of ``stream`` and drop them."""
+    while count > 0:
+        chunk = stream.read(min(count, 1 << 24))
+        if not chunk:
+            break
+        count -= len(chunk)
 
 
 def _refuse_long_lines(path: str, name: str, start: int) -> None:
