@@ -189,8 +189,8 @@ def test_distributed_output_directory_is_rewritten(tmp_path):
 
 def test_part_engine_follows_the_links_per_block():
     from webrank.backends.gpu_blocked import default_plan_args
-    from webrank.distributed.operator import BLOCKED_MIN_BLOCK, part_engine
     from webrank.distributed.partition import Part
+    from webrank.distributed.placement import BLOCKED_MIN_BLOCK, part_engine
 
     plan = default_plan_args(np.float32)
     rows_per_part, srcs_per_chunk = plan["part_rows_max"], 1 << plan["chunk_bits_max"]
@@ -700,7 +700,7 @@ def test_exchange_packs_the_linked_nodes_of_each_part():
     """The GPUs' exchange: part i's nodes with out-links take consecutive slots from its
     base (padded to equal slices for NCCL's all-gather while that adds at most half),
     every other node the one slot that stays zero."""
-    from webrank.distributed.operator import PAD_LIMIT, Exchange
+    from webrank.distributed.placement import PAD_LIMIT, Exchange
 
     ex = Exchange.of_counts([3, 2, 3])
     assert ex.padded and ex.slice == 3 and ex.base.tolist() == [0, 3, 6, 9]

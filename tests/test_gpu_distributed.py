@@ -201,7 +201,7 @@ def test_more_gpus_never_slower_on_a_small_graph(rng):
 def test_exchange_sends_only_linked_nodes(rng, monkeypatch, padded):
     """Dangling, isolated and self-linked nodes; the exchange packs the nodes some link
     reads, padded for NCCL's all-gather or unpadded by broadcasts: the same scores."""
-    import webrank.distributed.operator as dop
+    import webrank.distributed.placement as dop
 
     monkeypatch.setattr(dop, "PAD_LIMIT", 1e9 if padded else 0.0)
     n = 40000

@@ -132,7 +132,7 @@ def part_major_blocks(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
 class BlockedStep:
     """A blocked layout on the current device with its message buffer and kernels: one
     power step of its rows (:meth:`launch`), for :class:`BlockedGPUOperator` and for the
-    parts of a partitioned run (:mod:`webrank.distributed.operator`)."""
+    parts of a partitioned run (:mod:`webrank.distributed.placement`)."""
 
     def __init__(self, layout: BlockedLayout, part_blocks: Any, n_src: int, dtype: np.dtype,
                  weighted: bool, sms: int) -> None:

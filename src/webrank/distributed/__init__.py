@@ -2,6 +2,7 @@
 
 * :mod:`~webrank.distributed.partition` — the graph split 1D by rows, balanced by in-links;
 * :mod:`~webrank.distributed.comm` — the transports (one process, MPI, NCCL);
+* :mod:`~webrank.distributed.placement` — GPU parts placed once per graph, the exchange;
 * :mod:`~webrank.distributed.operator` — the partitioned Google matrix the solvers run on;
 * :mod:`~webrank.distributed.inputs` — shards, partitioned edge files, partitioned output;
 * :mod:`~webrank.distributed.launch` — this process's rank and its host's share;
@@ -22,6 +23,7 @@ _LAZY = {
     "split_graph": "webrank.distributed.partition",
     "edge_balanced_bounds": "webrank.distributed.partition",
     "PartitionedOperator": "webrank.distributed.operator",
+    "Placement": "webrank.distributed.placement",
     "LocalComm": "webrank.distributed.comm",
     "MPIComm": "webrank.distributed.comm",
     "NCCLGroupComm": "webrank.distributed.comm",

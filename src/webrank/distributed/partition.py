@@ -55,7 +55,7 @@ class Part:
     renamed : bool
         Whether ``indices`` (a GPU array, used in place) now hold the slots of a run's
         exchange instead of node ids: such a part belongs to that run
-        (:class:`~webrank.distributed.operator.Placement`).
+        (:class:`~webrank.distributed.placement.Placement`).
     """
 
     index: int

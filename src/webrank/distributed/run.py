@@ -221,7 +221,7 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
     Started by mpirun, srun or torchrun (:func:`launch_info`); without a launcher it is
     one process with one part. ``device="gpu"`` runs each rank's part on its GPU (the
     local rank's), exchanging through NCCL; ``engine`` picks each GPU part's step
-    (:func:`~webrank.distributed.operator.part_engine`). See docs/distributed.md.
+    (:func:`~webrank.distributed.placement.part_engine`). See docs/distributed.md.
     """
     from webrank.distributed.inputs import read_part
     from webrank.graph import Graph
@@ -320,7 +320,8 @@ def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
     graph, as one GPU keeps its layouts: later calls on the graph (other alphas,
     personalization vectors, tolerances) start at once. One placement per graph: asking
     for another GPU count or engine replaces it."""
-    from webrank.distributed.operator import PartitionedOperator, Placement
+    from webrank.distributed.operator import PartitionedOperator
+    from webrank.distributed.placement import Placement
 
     if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
         raise ValueError(f"gpus must be a positive integer, not {gpus!r}")

@@ -14,7 +14,7 @@ operators the vector algebra of :class:`webrank.backends.base.Operator`:
 * ``wr_scale_rows`` and ``wr_take_columns``: a row-major n×b block times a per-row
   factor, cast to the storage type; chosen columns of a block (personalized batches);
 * ``wr_take`` and ``wr_remap``: ``out[k] = src[idx[k]]``, and ``idx[k] = slot[idx[k]]``
-  in place (the packed exchange of a partitioned run, :mod:`webrank.distributed.operator`);
+  in place (the packed exchange of a partitioned run, :mod:`webrank.distributed.placement`);
 * ``wr_csr_bad``, ``wr_weight_bad``, ``wr_source_sums`` and ``wr_out_weight_bad``: the
   consistency checks of a stored CSR (:mod:`webrank.io.native`): the first decreasing
   row pointer, out-of-range index and bad weight, each node's out-links and their
