@@ -30,7 +30,7 @@ from webrank.graph import Graph
 from webrank.kernels import cuda as kernels
 from webrank.kernels.criteria import StopTest
 
-__all__ = ["StreamedGPUOperator", "stream_vector_bytes"]
+__all__ = ["StreamedGPUOperator", "stream_row_chunks", "stream_vector_bytes"]
 
 
 def stream_vector_bytes(n: int, dtype: str) -> int:
@@ -38,6 +38,19 @@ def stream_vector_bytes(n: int, dtype: str) -> int:
     ``xs`` twice, 1/out-degree, the dangling weights, v, d and the split rows' sums."""
     item = np.dtype(dtype).itemsize
     return int(n * (8 * 2 + 2 * item + 8 + 8 + 8 + 8 + 8))
+
+
+def stream_row_chunks(indptr: np.ndarray, chunk_edges: int) -> np.ndarray:
+    """Bounds of consecutive row chunks of at most ``chunk_edges`` links each (a row
+    longer than that alone in its chunk), from an int64 row-pointer array: int64,
+    ``0 ... n``."""
+    n = indptr.size - 1
+    bounds = [0]
+    while bounds[-1] < n:
+        a = bounds[-1]
+        b = int(np.searchsorted(indptr, indptr[a] + chunk_edges, side="right")) - 1
+        bounds.append(max(min(b, n), a + 1))
+    return np.asarray(bounds, dtype=np.int64)
 
 
 class StreamedGPUOperator(OnGPU, PageRankOperator):
@@ -68,46 +81,67 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         super().__init__(graph, alpha, personalization, dangling, dtype)
         self.xp = cp
         self.check_every = 1 if options.check_every is None else options.check_every
-        device_memory_limit, chunk_edges = options.device_memory_limit, options.chunk_edges
-        n, m = graph.n, graph.num_edges
-        item = self.dtype.itemsize
-        tv = graph.transition_values()
-        self._weighted = tv is not None
-        vec = stream_vector_bytes(n, self.dtype.name)
+        values = graph.transition_values()
+        self._weighted = values is not None
+        vec = stream_vector_bytes(graph.n, self.dtype.name)
+        per_edge = graph.indices.dtype.itemsize + (self.dtype.itemsize if self._weighted
+                                                   else 0)
+        free, chunk_edges = self._chunk_edges(graph, options, vec, per_edge)
+        indptr = graph.indptr.astype(np.int64, copy=False)
+        self.chunks = stream_row_chunks(indptr, chunk_edges)
+        group = self._pin(graph, indptr, values)
+        buf_edges = int(np.diff(indptr[self.chunks]).max(initial=1))
+        try:
+            self._device_buffers(graph, personalization, dangling, buf_edges)
+        except cp.cuda.memory.OutOfMemoryError:
+            raise DeviceMemoryError(vec + 2 * buf_edges * per_edge, free, repr(graph)) from None
+        self._kernels(graph, group)
+        streamed = graph.num_edges * per_edge + (graph.n + self.chunks.size) * 4
+        self.info = {"engine": "stream", "chunks": int(self.chunks.size - 1),
+                     "chunk_edges": chunk_edges, "bytes_streamed_per_step": int(streamed),
+                     "device_bytes": int(vec + 2 * buf_edges * per_edge),
+                     "pin_s": self.setup_pin_s}
+
+    @staticmethod
+    def _chunk_edges(graph: Graph, options: EngineOptions, vec: int, per_edge: int
+                     ) -> tuple[int, int]:
+        """``(free device bytes, links per chunk)``: the option, or half of what the
+        limit leaves beside the vectors (at most 2**28). DeviceMemoryError where the
+        limit is past what is free, or two chunks cannot hold the largest row."""
+        import cupy as cp
+
         free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-        limit = int(0.9 * free) if device_memory_limit is None else int(device_memory_limit)
+        limit = (int(0.9 * free) if options.device_memory_limit is None
+                 else int(options.device_memory_limit))
         if limit > 0.98 * free:
             raise DeviceMemoryError(limit, free, "device_memory_limit")
-        per_edge = graph.indices.dtype.itemsize + (item if self._weighted else 0)
+        chunk_edges = options.chunk_edges
         if chunk_edges is None:
-            room = limit - vec
-            chunk_edges = min(room // (2 * per_edge) - 2 * n // 1024, 2**28)
-        chunk_edges = int(chunk_edges)
-        deg = np.diff(graph.indptr)
-        need = int(deg.max(initial=0))
-        if chunk_edges < max(need, 1):
+            chunk_edges = min((limit - vec) // (2 * per_edge) - 2 * graph.n // 1024, 2**28)
+        need = int(np.diff(graph.indptr).max(initial=0))
+        if int(chunk_edges) < max(need, 1):
             raise DeviceMemoryError(vec + 2 * max(need, 1) * per_edge, limit,
                                     f"{graph!r}: the vectors and two chunks holding the "
                                     f"largest row ({need:,} in-links)")
-        # row chunks of at most chunk_edges links
-        bounds = [0]
-        indptr = graph.indptr.astype(np.int64, copy=False)
-        while bounds[-1] < n:
-            a = bounds[-1]
-            b = int(np.searchsorted(indptr, indptr[a] + chunk_edges, side="right")) - 1
-            bounds.append(max(min(b, n), a + 1))
-        self.chunks = np.asarray(bounds, dtype=np.int64)
+        return free, int(chunk_edges)
+
+    def _pin(self, graph: Graph, indptr: np.ndarray, values: np.ndarray | None) -> int:
+        """The CSR copied into pinned host memory (copies from it run without staging),
+        each chunk's row pointers rebased to the chunk, and each chunk's long rows split
+        into segments; returns the thread group of the pull kernel's short rows."""
+        import cupy as cp
+
         t0 = time.perf_counter()
-        # the CSR in pinned host memory: copies from it run without staging
+        n, m = graph.n, graph.num_edges
         self._h_indices = gpu_arrays.pinned_empty(m, dtype=graph.indices.dtype)
         self._h_indices[...] = graph.indices
         self._h_vals = None
-        if self._weighted:
+        if values is not None:
             self._h_vals = gpu_arrays.pinned_empty(m, dtype=self.dtype)
-            self._h_vals[...] = tv
-        rows_max = int(np.diff(self.chunks).max())
+            self._h_vals[...] = values
         self._h_indptr = gpu_arrays.pinned_empty(n + self.chunks.size, dtype=np.int32)
         self._ptr_at = np.zeros(self.chunks.size, dtype=np.int64)
+        deg = np.diff(graph.indptr)
         light = deg[deg <= HEAVY_THRESHOLD]
         group = kernels.pick_group((float(light.mean()) if light.size else 1.0) / 16)
         self._chunk_heavy = []
@@ -124,32 +158,43 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                 "end": cp.asarray(heavy["end"]),
                 "threshold": HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max})
         self.setup_pin_s = time.perf_counter() - t0
-        buf_edges = int(np.diff(indptr[self.chunks]).max(initial=1))
-        try:
-            self._d_indices = [cp.empty(max(buf_edges, 1), dtype=graph.indices.dtype)
-                               for _ in range(2)]
-            self._d_vals = [cp.empty(max(buf_edges, 1) if self._weighted else 1,
-                                     dtype=self.dtype) for _ in range(2)]
-            self._d_indptr = [cp.empty(rows_max + 1, dtype=np.int32) for _ in range(2)]
-            dangling_mask = graph.dangling_mask
-            if self._weighted:
-                inv = np.where(dangling_mask, 0.0, 1.0)
-            else:
-                with np.errstate(divide="ignore"):
-                    inv = np.where(dangling_mask, 0.0, 1.0 / graph.out_weight)
-            self._inv_out = cp.asarray(inv)
-            self._dangling_f = cp.asarray(dangling_mask.astype(np.float64))
-            self._dangling = cp.asarray(dangling_mask)
-            self._v = gpu_arrays.full(n, 1.0 / n) if personalization is None else cp.asarray(
-                personalization)
-            self._d = self._v if dangling is None else cp.asarray(dangling)
-            self._heavy_sum = cp.zeros(rows_max, dtype=np.float64)
-        except cp.cuda.memory.OutOfMemoryError:
-            raise DeviceMemoryError(vec + 2 * buf_edges * per_edge, free, repr(graph)) from None
+        return group
+
+    def _device_buffers(self, graph: Graph, personalization: np.ndarray | None,
+                        dangling: np.ndarray | None, buf_edges: int) -> None:
+        """The two chunk buffers and the vectors on the device."""
+        import cupy as cp
+
+        rows_max = int(np.diff(self.chunks).max())
+        self._d_indices = [cp.empty(max(buf_edges, 1), dtype=graph.indices.dtype)
+                           for _ in range(2)]
+        self._d_vals = [cp.empty(max(buf_edges, 1) if self._weighted else 1,
+                                 dtype=self.dtype) for _ in range(2)]
+        self._d_indptr = [cp.empty(rows_max + 1, dtype=np.int32) for _ in range(2)]
+        dangling_mask = graph.dangling_mask
+        if self._weighted:
+            inv = np.where(dangling_mask, 0.0, 1.0)
+        else:
+            with np.errstate(divide="ignore"):
+                inv = np.where(dangling_mask, 0.0, 1.0 / graph.out_weight)
+        self._inv_out = cp.asarray(inv)
+        self._dangling_f = cp.asarray(dangling_mask.astype(np.float64))
+        self._dangling = cp.asarray(dangling_mask)
+        self._v = (gpu_arrays.full(graph.n, 1.0 / graph.n) if personalization is None
+                   else cp.asarray(personalization))
+        self._d = self._v if dangling is None else cp.asarray(dangling)
+        self._heavy_sum = cp.zeros(rows_max, dtype=np.float64)
+
+    def _kernels(self, graph: Graph, group: int) -> None:
+        """The pull kernels (short rows by ``group`` threads, long rows' segments), the
+        launch shape and the two streams."""
+        import cupy as cp
+
         ix = graph.indices.dtype.name
         self._fused = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
         self._heavy_kernel = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted,
                                              None)
+        rows_max = int(np.diff(self.chunks).max())
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._grid = int(min(max(1, -(-rows_max // (BLOCK // group))), sms * 16))
         self._block = BLOCK
@@ -157,11 +202,6 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         self._copy = cp.cuda.Stream(non_blocking=True)
         self._no_chunk = cp.zeros(1, dtype=np.uint64)
         self._xs_pos = cp.zeros(1, dtype=graph.indices.dtype)
-        streamed = m * per_edge + (n + self.chunks.size) * 4
-        self.info = {"engine": "stream", "chunks": int(self.chunks.size - 1),
-                     "chunk_edges": chunk_edges, "bytes_streamed_per_step": int(streamed),
-                     "device_bytes": int(vec + 2 * buf_edges * per_edge),
-                     "pin_s": self.setup_pin_s}
 
     # -- operator primitives ------------------------------------------------------------
     def synchronize(self) -> None:
