@@ -13,7 +13,7 @@ cached), at tol 1e-10. Per graph and thread count the table says how ``auto``'s 
 solve compares with the fastest method's.
 
 Results: JSON to ``--out`` (default ``cpu_auto_choice.json`` here; published, on the H100
-host's 16 cores: ``benchmarks/results/io/h100/pipeline/session24/run*_cpu_auto_choice*.json``,
+host's 16 cores: ``benchmarks/results/cpu/h100/cpu_auto_choice_*threads.json``,
 run by ``bash benchmarks/gpu_host/run.sh pipeline``).
 """
 

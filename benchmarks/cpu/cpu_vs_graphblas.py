@@ -9,7 +9,7 @@ the baselines suite's (:func:`webrank.bench.suites.baselines.graphblas_power`).
 
 Results: ``--out`` (default ``benchmarks/results/cpu/cpu_2core/cpu_vs_graphblas.json``; the
 H100 host's at 16 and 2 threads, by ``run.sh pipeline``:
-``benchmarks/results/io/h100/pipeline/session25/cpu_vs_graphblas_*threads.json``).
+``benchmarks/results/cpu/h100/cpu_vs_graphblas_*threads.json``).
 """
 
 from __future__ import annotations

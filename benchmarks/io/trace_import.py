@@ -6,7 +6,7 @@ of the first import of each named module (to stderr), with the time since start.
 A whole-process run pays for every import on its path; a heavy one pulled in by a side
 door (CuPy's ``__array_ufunc__`` imports ``cupyx.scipy.special``, which imports SciPy)
 shows here with the line of ours that opened it. Writes no file (``run.sh pipeline`` keeps
-its output: ``benchmarks/results/io/h100/pipeline/session25/trace_rmat23_txt.txt``).
+its output: ``benchmarks/results/io/h100/pipeline/imports_and_uploads/trace_rmat23_txt.txt``).
 """
 
 from __future__ import annotations
