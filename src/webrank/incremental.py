@@ -129,8 +129,8 @@ from webrank.build import out_link_csr
 from webrank.edge_arrays import as_id_array
 from webrank.errors import ConvergenceError, GraphFormatError
 from webrank.graph import Graph, index_dtype
-from webrank.ranking import as_distribution, check_scalar_args, gpus_for_call, merged_info
-from webrank.result import PageRankResult
+from webrank.ranking import as_distribution, check_scalar_args, gpus_for_call
+from webrank.result import PageRankResult, merged_info
 from webrank.solvers import in_epochs
 
 __all__ = ["edit_graph", "update"]

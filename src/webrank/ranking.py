@@ -28,7 +28,7 @@ from webrank.backends import (
 from webrank.backends.options import CHECK_EVERY, DEFAULTS, ENGINE_OPTION_NAMES
 from webrank.errors import ConvergenceError
 from webrank.graph import Graph
-from webrank.result import PageRankResult
+from webrank.result import PageRankResult, merged_info
 from webrank.solvers import SolverSpec, solver_spec
 
 __all__ = ["pagerank"]
@@ -290,26 +290,6 @@ def _scores(op: Any, out: Any) -> np.ndarray:
         if total > 0:
             scores /= total  # a fresh array or the solver's own: no copy of n floats
     return scores
-
-
-def merged_info(*parts: dict[str, Any]) -> dict[str, Any]:
-    """The result's ``info``: the operator's, the solver's and the call's entries in one
-    dict. Each key has one author: a key two of them set differently is a bug, raised
-    here rather than one value silently replacing the other."""
-    info: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if key in info and info[key] is not value and not _same(info[key], value):
-                raise RuntimeError(f"info[{key!r}] set twice: {info[key]!r} and {value!r}")
-            info[key] = value
-    return info
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):  # arrays: compared by identity above
-        return False
 
 
 def check_gpus(gpus: Any, device: str, method: str, tuning: EngineOptions) -> int:

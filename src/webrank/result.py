@@ -14,7 +14,7 @@ from webrank.graph import Graph
 if TYPE_CHECKING:
     from webrank.certify import CertifiedPlace
 
-__all__ = ["SCORE_SUFFIXES", "PageRankResult", "load_scores"]
+__all__ = ["SCORE_SUFFIXES", "PageRankResult", "load_scores", "merged_info"]
 
 #: the file types :meth:`PageRankResult.save` writes
 SCORE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".npy", ".json")
@@ -309,3 +309,23 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 def _py(x: Any) -> Any:
     """NumPy scalar -> Python scalar (for dicts, JSON and printing)."""
     return x.item() if isinstance(x, np.generic) else x
+
+
+def merged_info(*parts: dict[str, Any]) -> dict[str, Any]:
+    """The result's ``info``: the operator's, the solver's and the call's entries in one
+    dict. Each key has one author: a key two of them set differently is a bug, raised
+    here rather than one value silently replacing the other."""
+    info: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in info and info[key] is not value and not _same(info[key], value):
+                raise RuntimeError(f"info[{key!r}] set twice: {info[key]!r} and {value!r}")
+            info[key] = value
+    return info
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # arrays: compared by identity above
+        return False

@@ -225,6 +225,7 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
     """
     from webrank.distributed.inputs import read_part
     from webrank.graph import Graph
+    from webrank.result import merged_info
 
     t0 = time.perf_counter()
     if comm is None:
@@ -253,7 +254,7 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
         method=out.info.get("method", method),
         top=top_of(scores, top, labels, first=r0, comm=comm),
         setup_time=t1 - t0, elapsed=t2 - t1,
-        info={**op.info, **op.timings, "labels": labels})
+        info=merged_info(op.info, op.timings, {"labels": labels}))
 
 
 #: links each GPU of a ``pagerank(graph, gpus=N)`` run needs at least, or fewer GPUs
