@@ -7,6 +7,7 @@ modules wrap its functions with checks and docstrings, and pass :func:`num_threa
 
 from __future__ import annotations
 
+import functools
 import os
 from types import ModuleType
 
@@ -32,16 +33,23 @@ def available_cpus() -> int:
     each then takes 1/P of them (a thread per core in each would oversubscribe the
     cores P times: OpenMP's waiting threads spin against the others' work). A process
     bound to its own cores (a mask of at most the host's CPUs / P) keeps its mask."""
-    from webrank.distributed.launch import launch_info
-
     try:
         mask = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         mask = max(1, os.cpu_count() or 1)
-    sharing = launch_info().local_size
+    sharing = _processes_on_host()
     if sharing > 1 and mask * sharing > (os.cpu_count() or mask):
         return max(1, mask // sharing)
     return mask
+
+
+@functools.cache
+def _processes_on_host() -> int:
+    """How many processes the launcher started on this host (1 without one): read once,
+    the kernels ask for their thread count at every call."""
+    from webrank.distributed.launch import launch_info
+
+    return launch_info().local_size
 
 
 def num_threads() -> int:
