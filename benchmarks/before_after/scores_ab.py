@@ -2,8 +2,8 @@
 lines (iterations, a SHA-256 of the float64 scores, the top five): run once per tree
 and ``diff`` the outputs; identical lines mean bit-identical scores.
 
-    PYTHONPATH=OLD/src python benchmarks/before_after/scores_ab.py cnr-2000 web-NotreDame > old.jsonl
-    PYTHONPATH=NEW/src python benchmarks/before_after/scores_ab.py cnr-2000 web-NotreDame > new.jsonl
+    PYTHONPATH=OLD/src python benchmarks/before_after/scores_ab.py cnr-2000 > old.jsonl
+    PYTHONPATH=NEW/src python benchmarks/before_after/scores_ab.py cnr-2000 > new.jsonl
 
 Graphs are read from ``$WEBRANK_DATASETS`` (default ``../shared/datasets``) as
 ``NAME.txt.gz``. Published: ``benchmarks/results/before_after/cpu_2core/house_refactor/``.
