@@ -77,8 +77,11 @@ def disk_rate(files: list[Path], limit: int = 2 << 30) -> float | None:
     """The disk's read rate, bytes/s: direct reads (past the page cache) of up to
     ``limit`` bytes of each file, side by side; None where the file system refuses
     ``O_DIRECT``."""
+    if not hasattr(os, "O_DIRECT"):  # reads would come from the page cache
+        return None
+
     def read(path: Path) -> int:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
         buf = mmap.mmap(-1, 1 << 26)  # page-aligned, as O_DIRECT wants
         done = 0
         try:

@@ -86,16 +86,18 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         vec = stream_vector_bytes(graph.n, self.dtype.name)
         per_edge = graph.indices.dtype.itemsize + (self.dtype.itemsize if self._weighted
                                                    else 0)
-        free, chunk_edges = self._chunk_edges(graph, options, vec, per_edge)
+        deg = np.diff(graph.indptr)
+        free, chunk_edges = self._chunk_edges(graph, deg, options, vec, per_edge)
         indptr = graph.indptr.astype(np.int64, copy=False)
         self.chunks = stream_row_chunks(indptr, chunk_edges)
-        group = self._pin(graph, indptr, values)
+        group = self._pin(graph, deg, indptr, values)
         buf_edges = int(np.diff(indptr[self.chunks]).max(initial=1))
+        rows_max = int(np.diff(self.chunks).max())
         try:
-            self._device_buffers(graph, personalization, dangling, buf_edges)
+            self._device_buffers(graph, personalization, dangling, buf_edges, rows_max)
         except cp.cuda.memory.OutOfMemoryError:
             raise DeviceMemoryError(vec + 2 * buf_edges * per_edge, free, repr(graph)) from None
-        self._kernels(graph, group)
+        self._kernels(graph, group, rows_max)
         streamed = graph.num_edges * per_edge + (graph.n + self.chunks.size) * 4
         self.info = {"engine": "stream", "chunks": int(self.chunks.size - 1),
                      "chunk_edges": chunk_edges, "bytes_streamed_per_step": int(streamed),
@@ -103,8 +105,8 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
                      "pin_s": self.setup_pin_s}
 
     @staticmethod
-    def _chunk_edges(graph: Graph, options: EngineOptions, vec: int, per_edge: int
-                     ) -> tuple[int, int]:
+    def _chunk_edges(graph: Graph, deg: np.ndarray, options: EngineOptions, vec: int,
+                     per_edge: int) -> tuple[int, int]:
         """``(free device bytes, links per chunk)``: the option, or half of what the
         limit leaves beside the vectors (at most 2**28). DeviceMemoryError where the
         limit is past what is free, or two chunks cannot hold the largest row."""
@@ -118,14 +120,15 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         chunk_edges = options.chunk_edges
         if chunk_edges is None:
             chunk_edges = min((limit - vec) // (2 * per_edge) - 2 * graph.n // 1024, 2**28)
-        need = int(np.diff(graph.indptr).max(initial=0))
+        need = int(deg.max(initial=0))
         if int(chunk_edges) < max(need, 1):
             raise DeviceMemoryError(vec + 2 * max(need, 1) * per_edge, limit,
                                     f"{graph!r}: the vectors and two chunks holding the "
                                     f"largest row ({need:,} in-links)")
         return free, int(chunk_edges)
 
-    def _pin(self, graph: Graph, indptr: np.ndarray, values: np.ndarray | None) -> int:
+    def _pin(self, graph: Graph, deg: np.ndarray, indptr: np.ndarray,
+             values: np.ndarray | None) -> int:
         """The CSR copied into pinned host memory (copies from it run without staging),
         each chunk's row pointers rebased to the chunk, and each chunk's long rows split
         into segments; returns the thread group of the pull kernel's short rows."""
@@ -141,7 +144,6 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
             self._h_vals[...] = values
         self._h_indptr = gpu_arrays.pinned_empty(n + self.chunks.size, dtype=np.int32)
         self._ptr_at = np.zeros(self.chunks.size, dtype=np.int64)
-        deg = np.diff(graph.indptr)
         light = deg[deg <= HEAVY_THRESHOLD]
         group = kernels.pick_group((float(light.mean()) if light.size else 1.0) / 16)
         self._chunk_heavy = []
@@ -161,11 +163,10 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         return group
 
     def _device_buffers(self, graph: Graph, personalization: np.ndarray | None,
-                        dangling: np.ndarray | None, buf_edges: int) -> None:
+                        dangling: np.ndarray | None, buf_edges: int, rows_max: int) -> None:
         """The two chunk buffers and the vectors on the device."""
         import cupy as cp
 
-        rows_max = int(np.diff(self.chunks).max())
         self._d_indices = [cp.empty(max(buf_edges, 1), dtype=graph.indices.dtype)
                            for _ in range(2)]
         self._d_vals = [cp.empty(max(buf_edges, 1) if self._weighted else 1,
@@ -185,7 +186,7 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         self._d = self._v if dangling is None else cp.asarray(dangling)
         self._heavy_sum = cp.zeros(rows_max, dtype=np.float64)
 
-    def _kernels(self, graph: Graph, group: int) -> None:
+    def _kernels(self, graph: Graph, group: int, rows_max: int) -> None:
         """The pull kernels (short rows by ``group`` threads, long rows' segments), the
         launch shape and the two streams."""
         import cupy as cp
@@ -194,7 +195,6 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         self._fused = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
         self._heavy_kernel = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted,
                                              None)
-        rows_max = int(np.diff(self.chunks).max())
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self._grid = int(min(max(1, -(-rows_max // (BLOCK // group))), sms * 16))
         self._block = BLOCK

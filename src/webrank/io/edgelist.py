@@ -143,8 +143,9 @@ def read_edge_columns(
                 and size - layout.data_start >= PARALLEL_PARSE_BYTES):
             cols = parallel_read(path, size, layout, opts.progress)
         pieces = opts.device == "gpu"
-        narrow = labels == "int" and ids_fit_int32(head[layout.data_start:], layout)
         if cols is None:
+            narrow = (labels == "int" and not pieces  # (a Python pass over the head)
+                      and ids_fit_int32(head[layout.data_start:], layout))
             try:
                 cols = fast_read(_arrow_source(path, opts, head, stream, size, layout),
                                  layout, labels, use_w, pieces=pieces, narrow=narrow)
