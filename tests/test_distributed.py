@@ -292,6 +292,42 @@ def _assert_shards_hold(directory, parts, g):
                                   g.out_weight)
 
 
+@pytest.mark.parametrize("writer", ["graph", "rmat"])
+def test_a_rewrite_stopped_half_way_leaves_no_manifest(tmp_path, monkeypatch, writer):
+    """Shards written over an earlier set: the old manifest goes before the first shard
+    is replaced, so a run stopped after one shard leaves no set that mixes old and new
+    shards (ranking it is refused), and a finished run leaves its own."""
+    import webrank.distributed.inputs as inputs
+    from webrank.distributed.generate import write_rmat_shards
+
+    def write(directory, seed):
+        if writer == "graph":
+            inputs.write_shards(random_graph(np.random.default_rng(seed), 300, 2000),
+                                directory, 3)
+        else:
+            write_rmat_shards(10, directory, 3, seed=seed)
+
+    d = tmp_path / "s"
+    write(d, 1)
+    real, calls = inputs.write_shard, []
+
+    def stopped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as SIGTERM stops the command line
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inputs, "write_shard", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        write(d, 2)
+    assert not (d / inputs.MANIFEST).exists()
+    with pytest.raises(DistributedError, match=r"or a shard manifest"):
+        distributed_pagerank(str(d))
+    monkeypatch.setattr(inputs, "write_shard", real)
+    write(d, 2)
+    assert json.loads((d / inputs.MANIFEST).read_text())["parts"] == 3
+
+
 @pytest.mark.parametrize("parts,bucket_links", [(1, 1 << 28), (3, 7000), (4, 2000)])
 def test_rmat_shards_are_the_graph_of_their_shares(tmp_path, parts, bucket_links):
     """R-MAT written as shards in row buckets (no array holds the graph) is the graph

@@ -121,10 +121,9 @@ def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int,
 
     Returns timings and sizes: ``{"generate_s", "build_s", "write_s", "n", "edges"}``.
     """
-    from pathlib import Path
 
     from webrank.build_gpu import csr_on_device
-    from webrank.distributed.inputs import write_manifest, write_shard
+    from webrank.distributed.inputs import shard_directory, write_manifest, write_shard
     from webrank.generate import rmat_permutation, rmat_share
 
     if isinstance(parts, bool) or int(parts) < 1:
@@ -165,8 +164,7 @@ def write_rmat_shards(scale: int, directory: str | os.PathLike[str], parts: int,
             progress("built", b + 1, cuts.size - 1)
     degree = to_host(degree)
     t2 = time.perf_counter()
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = shard_directory(directory)
 
     def write(j: int) -> tuple[str, int]:
         ptrs, offset = [np.zeros(1, dtype=np.int64)], 0

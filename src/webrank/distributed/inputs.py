@@ -37,8 +37,8 @@ from webrank.files.atomic import atomic_write, check_target, register_input
 from webrank.graph import Graph
 from webrank.io.options import ReadOptions
 
-__all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "write_manifest",
-           "write_scores", "write_shard", "write_shards"]
+__all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "shard_directory",
+           "write_manifest", "write_scores", "write_shard", "write_shards"]
 
 MANIFEST = "webrank-shards.json"
 #: buckets of the in-link histogram the ranks split the rows by
@@ -49,6 +49,17 @@ FILE_PLACE_BITS = 40
 
 def shard_name(part: int, parts: int) -> str:
     return f"part-{part:05d}-of-{parts:05d}.npz"
+
+
+def shard_directory(directory: str | os.PathLike[str]) -> Path:
+    """``directory`` made ready for a new shard set: created, and an earlier set's
+    manifest removed before any shard is replaced, so that a run stopped half-way
+    (an error, SIGTERM) never leaves old and new shards under a manifest; the new
+    manifest is written last (:func:`write_manifest`)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST).unlink(missing_ok=True)
+    return directory
 
 
 def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) -> Path:
@@ -62,8 +73,7 @@ def write_shards(graph: Graph, directory: str | os.PathLike[str], parts: int) ->
     if isinstance(parts, bool) or int(parts) < 1:
         raise ValueError(f"shards must be a positive integer, not {parts!r}")
     g = graph.to_host()
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = shard_directory(directory)
     bounds = edge_balanced_bounds(g.indptr, int(parts))
     files = []
     for part in split_graph(g, bounds=bounds):
