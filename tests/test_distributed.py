@@ -69,6 +69,23 @@ def test_bounds_balance_links_and_cover_the_rows(rng):
         split_graph(tiny, bounds=np.array([0, 3]))
 
 
+def test_parts_left_unrebased_are_views_with_their_first_link(rng):
+    """``rebased=False`` (what a GPU placement asks for: its GPUs rebase): each part's
+    row pointers are a view of the graph's starting at ``indptr_base``, the same rows
+    and links as the rebased parts."""
+    g = random_graph(rng, 3000, 40000)
+    for p in (1, 3, 4):
+        rebased = split_graph(g, p)
+        views = split_graph(g, p, rebased=False)
+        for r, v in zip(rebased, views, strict=True):
+            assert r.indptr_base == 0 and v.indptr_base == int(g.indptr[v.row_begin])
+            assert np.shares_memory(v.indptr, g.indptr)
+            np.testing.assert_array_equal(v.indptr - v.indptr_base, r.indptr)
+            assert (v.row_begin, v.row_end, v.num_edges) == (r.row_begin, r.row_end,
+                                                              r.num_edges)
+            np.testing.assert_array_equal(v.indices, r.indices)
+
+
 class _DeviceLike:
     """Row pointers that, like a GPU array, are not a NumPy array: read one entry at a
     time."""
@@ -739,15 +756,13 @@ def test_output_into_a_read_only_folder_is_one_line(tmp_path):
 def test_exchange_packs_the_linked_nodes_of_each_part():
     """The GPUs' exchange: part i's nodes with out-links take consecutive slots from its
     base (padded to equal slices for NCCL's all-gather while that adds at most half),
-    every other node the one slot that stays zero."""
+    every other node the one slot that stays zero (the numbering itself, on a GPU:
+    test_gpu_first_use.py::test_the_sent_rows_are_numbered_in_row_order)."""
     from webrank.distributed.placement import PAD_LIMIT, Exchange
 
     ex = Exchange.of_counts([3, 2, 3])
     assert ex.padded and ex.slice == 3 and ex.base.tolist() == [0, 3, 6, 9]
     assert ex.zero == 9 and ex.width == 10
-    out_weight = np.array([0.0, 2.0, 0.0, 1.0, 5.0])  # part 1's five rows
-    sources = np.flatnonzero(out_weight > 0)
-    np.testing.assert_array_equal(ex.slots(1, 5, sources, np.int32), [9, 3, 9, 4, 5])
     skewed = Exchange.of_counts([100, 1, 1, 1])  # padding would quadruple it
     assert 4 * 100 > PAD_LIMIT * 103 and not skewed.padded
     assert skewed.base.tolist() == [0, 100, 101, 102, 103] and skewed.width == 104

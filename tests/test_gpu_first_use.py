@@ -294,6 +294,35 @@ def test_the_kernel_merge_of_device_links(dtypes):
                                                        "weights", "labels")}, want)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("ix", ["int32", "int64"])
+def test_the_sent_rows_are_numbered_in_row_order(rng, ix):
+    """A partitioned run's exchange slots (webrank.distributed.placement): the rows with
+    out-links numbered in order from ``first``, every other row given ``zero``, and the
+    rows themselves; across tile edges and with no row sent at all."""
+    cp = pytest.importorskip("cupy")
+    from webrank.backends.gpu_arrays import rebase, sent_count, sent_slots
+
+    tile = cuda_arrays.TILE
+    for n in (0, 1, tile - 1, tile, tile + 1, 3 * tile + 5, 200_003):
+        for share in (0.0, 0.5, 1.0):
+            ow = np.where(rng.random(n) < share, rng.integers(1, 9, n), 0).astype(np.float64)
+            first, zero = 17, 10**6
+            counted = sent_count(cp.asarray(ow))
+            slot = cp.full(n + 2, -1, dtype=ix)
+            rows = sent_slots(cp.asarray(ow), counted, first, zero, slot[1:n + 1])
+            want_rows = np.flatnonzero(ow > 0)
+            want = np.full(n, zero)
+            want[want_rows] = first + np.arange(want_rows.size)
+            assert counted[1] == want_rows.size and rows.dtype == np.dtype(ix)
+            np.testing.assert_array_equal(rows.get(), want_rows)
+            np.testing.assert_array_equal(slot.get(), np.r_[-1, want, -1])
+    ptr = np.cumsum(rng.integers(0, 5, 1001)) + 2**33
+    got = rebase(cp.asarray(ptr[100:600]), int(ptr[100]), np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got.get(), ptr[100:600] - ptr[100])
+
+
 # -- on a GPU: a fresh process compiles none of CuPy's kernels ----------------------------
 
 _FIRST_RUN = textwrap.dedent("""

@@ -178,22 +178,6 @@ def _launch(name: str, size: int, args: tuple, family: Any = ka) -> None:
     launch_strided(family.get_kernel(name), size, family.BLOCK, args)
 
 
-def _tile_offsets(cp: Any, length: int, *, vals: Any = None, keys: Any = None
-                  ) -> tuple[Any, int]:
-    """Pass 1 of a tile scan over ``length`` items (``vals``, or the first of each run of
-    equal sorted ``keys``): each tile's first prefix on the device, and the total. The
-    tiles' sums (one per 4096 items) are added up on the host."""
-    tiles = max(1, -(-int(length) // ka.TILE))
-    sums = cp.empty(tiles, dtype=cp.int64)
-    ka.get_kernel(ka.tile_sums_name(keys is not None))((tiles,), (ka.BLOCK,), ka.TILE_SUMS.pack(
-        len=length, vals=vals if vals is not None else cp.zeros(1, dtype=cp.int32),
-        keys=keys if keys is not None else cp.zeros(1, dtype=cp.int64), tile_sums=sums))
-    host = sums.get()
-    offsets = np.zeros(tiles, dtype=np.int64)
-    np.cumsum(host[:-1], out=offsets[1:])
-    return cp.asarray(offsets), int(host.sum())
-
-
 def _present_codes(src: Any, dst: Any, hi: int, cp: Any) -> tuple[Any, int, Any]:
     """``(code, n, ids)``: the ids that occur numbered in increasing order (``code[id]``,
     int32 over ``0..hi``), their count, and their ids on the host where they are not
@@ -202,7 +186,7 @@ def _present_codes(src: Any, dst: Any, hi: int, cp: Any) -> tuple[Any, int, Any]
     m = int(src.size)
     _launch(ka.mark_present_name(src.dtype.name), m,
             ka.MARK_PRESENT.pack(m=m, src=src, dst=dst, present=code))
-    offsets, n = _tile_offsets(cp, hi + 1, vals=code)
+    offsets, n = ka.tile_offsets(hi + 1, ka.TILE_VALUES, vals=code)
     with_ids = n != hi + 1
     ids = cp.empty(n if with_ids else 1, dtype=cp.int64)
     tiles = int(offsets.size)
@@ -228,7 +212,7 @@ def _csr_of_sorted_keys(keys: Any, rows: int, duplicates: str, cp: Any
     the weight under ``"sum"``, where some link repeats), the row pointers a scan of the
     rows' counts."""
     m = int(keys.size)
-    offsets, nnz = _tile_offsets(cp, m, keys=keys)
+    offsets, nnz = ka.tile_offsets(m, ka.TILE_RUN_STARTS, keys=keys)
     indices = cp.empty(nnz, dtype=cp.int32)
     row_counts = cp.zeros(max(rows, 1), dtype=cp.int32)
     with_starts = duplicates == "sum" and nnz < m
@@ -243,7 +227,7 @@ def _csr_of_sorted_keys(keys: Any, rows: int, duplicates: str, cp: Any
                                                             weights=weights))
     del starts
     indptr = cp.empty(rows + 1, dtype=cp.int32 if nnz <= _MAX_NODES else cp.int64)
-    offsets, _ = _tile_offsets(cp, rows, vals=row_counts)
+    offsets, _ = ka.tile_offsets(rows, ka.TILE_VALUES, vals=row_counts)
     ka.get_kernel(ka.exclusive_scan_name(indptr.dtype.name))(
         (int(offsets.size),), (ka.BLOCK,), ka.EXCLUSIVE_SCAN.pack(
             len=rows, vals=row_counts, tile_offsets=offsets, out=indptr))

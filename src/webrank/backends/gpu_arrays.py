@@ -54,11 +54,14 @@ __all__ = [
     "norm",
     "out_degree_order",
     "pinned_empty",
+    "rebase",
     "remap",
     "scale",
     "scale_rows",
     "scatter_add",
     "searchsorted",
+    "sent_count",
+    "sent_slots",
     "take",
     "take_columns",
     "transition_values",
@@ -481,3 +484,41 @@ def remap(idx: Any, slot: Any) -> Any:
     if m:
         _launch(kv.remap_name(idx.dtype.name), m, kv.REMAP.pack(m=m, idx=idx, slot=slot), kv)
     return idx
+
+
+def rebase(ptr: Any, base: int, dtype: Any) -> Any:
+    """``ptr - base`` in ``dtype`` (a new array on ``ptr``'s device): the row pointers of
+    a slice of a CSR, starting at 0."""
+    import cupy as cp
+
+    n = int(ptr.size)
+    out = cp.empty(n, dtype=dtype)
+    if n:
+        _launch(ka.rebase_name(ptr.dtype.name, out.dtype.name), n,
+                ka.REBASE.pack(n=n, ptr=ptr, base=base, out=out))
+    return out
+
+
+def sent_count(out_weight: Any) -> tuple[Any, int]:
+    """How many of the rows of ``out_weight`` (float64, device) have out-links, and the
+    tile offsets :func:`sent_slots` takes (the first pass of its scan)."""
+    return ka.tile_offsets(int(out_weight.size), ka.TILE_POSITIVE, weights=out_weight)
+
+
+def sent_slots(out_weight: Any, counted: tuple[Any, int], first: int, zero: int,
+               slot: Any) -> Any:
+    """The rows with out-links (``out_weight > 0``) numbered in row order from ``first``:
+    ``slot[row]`` their number (every other row's ``zero``), and their rows returned (a
+    new array of ``slot``'s dtype, as long as ``counted``'s total from
+    :func:`sent_count`). ``slot`` is as long as ``out_weight``."""
+    import cupy as cp
+
+    offsets, count = counted
+    n = int(out_weight.size)
+    sources = cp.empty(count, dtype=slot.dtype)
+    if n:
+        ka.get_kernel(ka.sent_slots_name(slot.dtype.name))(
+            (int(offsets.size),), (ka.BLOCK,), ka.SENT_SLOTS.pack(
+                len=n, weights=out_weight, tile_offsets=offsets, first=first, zero=zero,
+                sources=sources, slot=slot))
+    return sources

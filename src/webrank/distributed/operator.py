@@ -310,8 +310,8 @@ class PartitionedOperator(PageRankOperator):
         ex = self.placement.exchange
         packed = np.zeros(ex.width)
         for h in self._homes:
-            b = int(ex.base[h.part.index])
-            packed[b:b + h.sources.size] = xs[h.r0 + h.sources]
+            b, rows = int(ex.base[h.part.index]), h.sources
+            packed[b:b + rows.size] = xs[h.r0 + rows]
         host = getattr(self.comm, "host", None)
         if host is not None:
             host.allgatherv([packed], ex.base)

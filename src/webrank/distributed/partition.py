@@ -45,13 +45,18 @@ class Part:
     n : int
         Nodes of the whole graph (sources are ids in ``0..n-1``).
     indptr : ndarray of int32 or int64, shape (rows + 1,)
-        Row pointers, starting at 0 (int32 where the part's links fit).
+        Row pointers, starting at ``indptr_base`` (int32 where the part's links fit,
+        once rebased).
     indices : ndarray of int32 or int64
         Source of each in-link (global id).
     weights : ndarray of float64 or None
         Raw weight of each in-link (weighted graphs); None when unweighted.
     out_weight : ndarray of float64, shape (rows,)
         Out-degree (or total out-weight) of each row's node, over the whole graph.
+    indptr_base : int
+        ``indptr[0]``: 0 once rebased; else the part's row pointers are a view of the
+        whole graph's, its links ``indices`` start at that link of the graph (a GPU
+        placement rebases them on the GPU, :func:`split_graph`'s ``rebased=False``).
     renamed : bool
         Whether ``indices`` (a GPU array, used in place) now hold the slots of a run's
         exchange instead of node ids: such a part belongs to that run
@@ -66,6 +71,7 @@ class Part:
     indices: Any
     weights: Any
     out_weight: Any
+    indptr_base: int = 0
     renamed: bool = False
 
     @property
@@ -127,11 +133,14 @@ def histogram_bounds(counts: np.ndarray, n: int, parts: int) -> np.ndarray:
 
 
 def split_graph(graph: Graph, parts: int | None = None,
-                bounds: np.ndarray | None = None, *, on_device: bool = False) -> list[Part]:
+                bounds: np.ndarray | None = None, *, on_device: bool = False,
+                rebased: bool = True) -> list[Part]:
     """The graph as ``parts`` row parts (``bounds`` from :func:`edge_balanced_bounds`
     unless given): each part's links and out-weights are views of the graph's, its row
-    pointers rebased to 0. Host arrays, or with ``on_device`` a GPU graph's parts stay
-    on its GPU (views of its arrays: copy a part before changing it)."""
+    pointers rebased to 0 (a new array), or with ``rebased=False`` views too (for the
+    GPUs, which rebase them faster than the host: :class:`Part`'s ``indptr_base``).
+    Host arrays, or with ``on_device`` a GPU graph's parts stay on its GPU (views of its
+    arrays: copy a part before changing it)."""
     g = graph if on_device and graph.on_gpu else graph.to_host()
     if bounds is None:
         bounds = edge_balanced_bounds(g.indptr, int(parts or 1))
@@ -143,17 +152,19 @@ def split_graph(graph: Graph, parts: int | None = None,
     def part(i: int) -> Part:
         r0, r1 = int(bounds[i]), int(bounds[i + 1])
         lo, hi = int(indptr[r0]), int(indptr[r1])
+        views = {"indices": g.indices[lo:hi], "out_weight": g.out_weight[r0:r1],
+                 "weights": None if g.weights is None else g.weights[lo:hi]}
+        if not rebased:
+            return Part(index=i, row_begin=r0, row_end=r1, n=g.n,
+                        indptr=indptr[r0:r1 + 1], indptr_base=lo, **views)
         # rebased to 0, in int32 where the part's links allow (one pass, half the bytes;
         # a GPU graph's on the host: its part goes up from there)
         ptr = np.subtract(to_host(indptr[r0:r1 + 1]), lo,
                           dtype=np.int32 if hi - lo < 2**31 else np.int64)
-        return Part(index=i, row_begin=r0, row_end=r1, n=g.n, indptr=ptr,
-                    indices=g.indices[lo:hi],
-                    weights=None if g.weights is None else g.weights[lo:hi],
-                    out_weight=g.out_weight[r0:r1])
+        return Part(index=i, row_begin=r0, row_end=r1, n=g.n, indptr=ptr, **views)
 
     count = bounds.size - 1
-    if count < 2 or g.n < 1 << 20 or g.on_gpu:
+    if count < 2 or g.n < 1 << 20 or g.on_gpu or not rebased:
         return [part(i) for i in range(count)]
     from concurrent.futures import ThreadPoolExecutor
 

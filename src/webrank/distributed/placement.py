@@ -75,31 +75,38 @@ class DevicePart:
         t0 = time.perf_counter()
         with cp.cuda.Device(self.device):
             # a part built on its GPU (webrank.distributed.generate) is used in place (its
-            # indices renamed in place by finish()); a part read on the host is converted
-            # there and copied up (CuPy's casts and comparisons would compile kernels on a
-            # fresh node's first run)
-            indptr = part.indptr
-            if indptr.dtype != np.int32 and int(indptr[-1]) < 2**31:
-                indptr = indptr.astype(np.int32)
+            # indices renamed in place by finish()); a part read on the host is copied up
+            # as it is and its row pointers rebased there (CuPy's casts and comparisons
+            # would compile kernels on a fresh node's first run)
             def upload(a: Any) -> Any:  # the host threads shared by the GPUs' uploads
                 return gpu_arrays.upload(a, threads)
 
-            self.indptr = indptr = upload(indptr)
+            indptr = upload(part.indptr)
             self.indices = upload(part.indices)
             t1 = time.perf_counter()
+            narrow = indptr.dtype != np.int32 and part.num_edges < 2**31
+            if part.indptr_base or narrow:
+                indptr = gpu_arrays.rebase(indptr, part.indptr_base,
+                                           np.int32 if narrow else indptr.dtype)
+            self.indptr = indptr
+            if not isinstance(part.indptr, np.ndarray):  # its own copy: keep one
+                part.indptr, part.indptr_base = indptr, 0
             heavy = heavy_segments(indptr, HEAVY_THRESHOLD)  # two kernels, rows back
             self.weighted = part.weights is not None
             self.vals = (upload(part.weights.astype(dtype, copy=False))
                          if self.weighted else cp.zeros(1, dtype=dtype))
             ow = part.out_weight
+            ow = (upload(np.asarray(ow, dtype=np.float64)) if isinstance(ow, np.ndarray)
+                  else ow.astype(np.float64, copy=False))
+            #: this part's out-weights (float64, device), until finish() numbers the
+            #: rows that have some (what it sends)
+            self.out_weight = ow
             # 1 / out-weight and the dangling mask by a kernel (raw weights: the values
             # of a weighted part are scaled at its sources too)
-            self.inv_out, self.dangling = gpu_arrays.node_scale(
-                upload(np.asarray(ow, dtype=np.float64)) if isinstance(ow, np.ndarray)
-                else ow.astype(np.float64, copy=False), False)
-            ow = ow.get() if hasattr(ow, "get") else ow
-            #: this part's rows that are read by some link (out-weight > 0): what it sends
-            self.sources = np.flatnonzero(ow > 0).astype(self.indices.dtype)
+            self.inv_out, self.dangling = gpu_arrays.node_scale(ow, False)
+            self._sent_offsets, count = gpu_arrays.sent_count(ow)
+            #: how many of this part's rows some link reads: its slots in the exchange
+            self.sent = count
             self.nseg = int(heavy["seg_row"].size)
             self.heavy = {k: cp.asarray(heavy[k]) for k in ("seg_row", "begin", "end")}
             self.threshold = HEAVY_THRESHOLD if heavy["n_heavy"] else np.iinfo(np.int64).max
@@ -112,6 +119,25 @@ class DevicePart:
         #: seconds of this part's placement: the CSR copied up, the rest
         self.timings = {"csr_copy_s": t1 - t0, "part_rest_s": time.perf_counter() - t1}
 
+    def number_sent(self, exchange: Exchange, slot: Any) -> None:
+        """Write this part's rows' slots in the exchange into ``slot`` (every node's, on
+        this device; queued on this part's stream) and keep the rows it sends."""
+        import cupy as cp
+
+        with cp.cuda.Device(self.device), self.stream:
+            self.base = int(exchange.base[self.part.index])
+            #: the rows this part sends, in row order: row send_rows[j] goes to slot
+            #: base + j
+            self.send_rows = gpu_arrays.sent_slots(
+                self.out_weight, (self._sent_offsets, self.sent), self.base,
+                exchange.zero, slot[self.r0:self.r1])
+            del self.out_weight, self._sent_offsets
+
+    @property
+    def sources(self) -> np.ndarray:
+        """:attr:`send_rows` on the host (rows of this part, not global ids)."""
+        return self.send_rows.get()
+
     def finish(self, exchange: Exchange, slot: Any, engine: str) -> None:
         """Rename the sources to their slots in the exchange (``slot``: every node's,
         on this device) and build the step."""
@@ -123,8 +149,6 @@ class DevicePart:
         with cp.cuda.Device(self.device):
             gpu_arrays.remap(self.indices, slot)
             self.part.renamed = self.indices is self.part.indices
-            self.base = int(exchange.base[self.part.index])
-            self.send_rows = cp.asarray(self.sources)
             ip, ix, t = self.indptr.dtype.name, self.indices.dtype.name, self.dtype.name
             self.fused = cuda.get_kernel(ip, ix, t, self.weighted, self.group)
             self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
@@ -169,7 +193,7 @@ class DevicePart:
 
     def send_slice(self, xs: Any) -> Any:
         """This part's slots of the exchanged vector ``xs``."""
-        return xs[self.base:self.base + self.sources.size]
+        return xs[self.base:self.base + self.send_rows.size]
 
     def pack(self, xs: Any) -> None:
         """Copy the gathered values of this part's sources from :attr:`scratch` into its
@@ -239,12 +263,6 @@ class Exchange:
         """Slots of the exchanged vector."""
         return self.zero + 1
 
-    def slots(self, part: int, rows: int, sources: np.ndarray, dtype: Any) -> np.ndarray:
-        """The slot of each of part ``part``'s ``rows`` nodes (host)."""
-        out = np.full(rows, self.zero, dtype=dtype)
-        out[sources] = self.base[part] + np.arange(sources.size, dtype=dtype)
-        return out
-
     def move(self, comm: Comm, bufs: list[Any]) -> None:
         """Exchange the slices (each home wrote its parts')."""
         if self.padded:
@@ -297,7 +315,7 @@ class Placement:
         homes = each_device(lambda a: DevicePart(a[0], a[1], dtype, a[2], threads),
                              list(zip(parts, devices, streams, strict=True)))
         t1 = time.perf_counter()
-        mine = {h.part.index: int(h.sources.size) for h in homes}
+        mine = {h.part.index: h.sent for h in homes}
         counts = {}
         for got in comm.allgather_obj(mine):
             counts.update(got)
@@ -305,14 +323,13 @@ class Placement:
         n = int(bounds[-1])
 
         def own_slots(h: DevicePart) -> Any:
-            with cp.cuda.Device(h.device), h.stream:
-                slot = cp.zeros(n, dtype=h.indices.dtype)
-                slot[h.r0:h.r1].set(exchange.slots(h.part.index, h.r1 - h.r0, h.sources,
-                                                   h.indices.dtype), stream=h.stream)
-                return slot
+            with cp.cuda.Device(h.device):
+                slot = cp.empty(n, dtype=h.indices.dtype)
+            h.number_sent(exchange, slot)
+            return slot
 
-        # every node's slot on every GPU: each sets its own rows', then all-gathered
-        slots = each_device(own_slots, homes)
+        # every node's slot on every GPU: each writes its own rows', then all-gathered
+        slots = [own_slots(h) for h in homes]
         comm.allgatherv(slots, bounds)
         for h in homes:
             h.stream.synchronize()

@@ -301,7 +301,7 @@ def _copy_to_their_gpus(parts: list[Part], devices: list[int]) -> None:
     for part, device in zip(parts, devices, strict=True):
         if part.weights is not None:
             part.weights = part.weights.get()
-        for name in ("indices", "out_weight"):
+        for name in ("indptr", "indices", "out_weight"):
             view = getattr(part, name)
             with cp.cuda.Device(device):
                 own = cp.empty(view.shape, dtype=view.dtype)
@@ -333,7 +333,7 @@ def multi_gpu_operator(graph: Any, gpus: int, alpha: float,
         t0 = time.perf_counter()
         comm, devices = make_comm("gpu", Launch(None, 0, 1, 0, 1), gpus=int(gpus))
         t1 = time.perf_counter()
-        parts = split_graph(graph, int(gpus), on_device=True)
+        parts = split_graph(graph, int(gpus), on_device=True, rebased=False)
         if graph.on_gpu:
             _copy_to_their_gpus(parts, devices)
         bounds = np.array([p.row_begin for p in parts] + [graph.n], dtype=np.int64)

@@ -23,13 +23,21 @@ like the other families, so that the path from a file to its ranks compiles noth
   ``wr_relabel``: the out-degree order of the gathered vector (a 64-bit key per node,
   decreasing out-degree then id, sorted by CuPy's precompiled radix sort in place);
 * ``wr_transition_values``: ``w / out_weight[source]`` per in-link of a weighted graph
-  whose arrays are on the device, in the storage type.
+  whose arrays are on the device, in the storage type;
+* the tile scans (``wr_tile_sums`` and its second passes ``wr_exclusive_scan``,
+  ``wr_present_codes``, ``wr_compact_keys``, ``wr_sent_slots``): prefix sums, ordered
+  compactions and the slots of a partitioned run's exchange, in a fixed order;
+* ``wr_rebase``: a slice of row pointers rebased to 0 (and narrowed to int32).
 
 Types: ``T`` the gathered vector (float or double), ``IP``/``IX`` the CSR's pointer and
 index types (int or long long). Every loop is grid-strided: any grid covers any size.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
 
 from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kernel
 
@@ -323,12 +331,15 @@ __device__ __forceinline__ i64 wr_block_exclusive_scan(const i64 v, i64* total)
 }
 
 // The value of item k of a tile scan: MODE 0, vals[k]; MODE 1, whether keys[k] starts a
-// run of equal keys (sorted keys: the distinct links)
+// run of equal keys (sorted keys: the distinct links); MODE 2, whether weights[k] > 0
+// (the nodes some link reads: what a part sends)
 template <int MODE>
 __device__ __forceinline__ i64 wr_item(const i64 k, const int* __restrict__ vals,
-                                       const i64* __restrict__ keys)
+                                       const i64* __restrict__ keys,
+                                       const double* __restrict__ weights)
 {
     if (MODE == 0) return (i64)vals[k];
+    if (MODE == 2) return weights[k] > 0.0 ? 1 : 0;
     return (k == 0 || keys[k] != keys[k - 1]) ? 1 : 0;
 }
 
@@ -337,12 +348,12 @@ __device__ __forceinline__ i64 wr_item(const i64 k, const int* __restrict__ vals
 template <int MODE>
 __global__ void __launch_bounds__(WR_ARR_BLOCK) wr_tile_sums(
     const i64 len, const int* __restrict__ vals, const i64* __restrict__ keys,
-    i64* __restrict__ tile_sums)
+    const double* __restrict__ weights, i64* __restrict__ tile_sums)
 {
     const i64 base = (i64)blockIdx.x * WR_TILE + (i64)threadIdx.x * WR_TILE_ITEMS;
     i64 c = 0;
     for (int j = 0; j < WR_TILE_ITEMS; ++j)
-        if (base + j < len) c += wr_item<MODE>(base + j, vals, keys);
+        if (base + j < len) c += wr_item<MODE>(base + j, vals, keys, weights);
     i64 total;
     wr_block_exclusive_scan(c, &total);
     if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
@@ -396,6 +407,46 @@ __global__ void __launch_bounds__(WR_ARR_BLOCK) wr_present_codes(
     }
 }
 
+// Pass 2 over the out-weights (a part's rows): the rows some link reads (weight > 0)
+// numbered in row order from `first`, sources[p] = the row numbered first + p and
+// slot[row] = first + p; every other row's slot is `zero`
+template <typename IX>
+__global__ void __launch_bounds__(WR_ARR_BLOCK) wr_sent_slots(
+    const i64 len, const double* __restrict__ weights, const i64* __restrict__ tile_offsets,
+    const i64 first, const i64 zero, IX* __restrict__ sources, IX* __restrict__ slot)
+{
+    const i64 base = (i64)blockIdx.x * WR_TILE + (i64)threadIdx.x * WR_TILE_ITEMS;
+    bool here[WR_TILE_ITEMS];
+    i64 c = 0;
+    for (int j = 0; j < WR_TILE_ITEMS; ++j) {
+        here[j] = base + j < len && wr_item<2>(base + j, nullptr, nullptr, weights);
+        c += here[j];
+    }
+    i64 total;
+    i64 pre = wr_block_exclusive_scan(c, &total) + tile_offsets[blockIdx.x];
+    for (int j = 0; j < WR_TILE_ITEMS; ++j) {
+        const i64 k = base + j;
+        if (k >= len) break;
+        if (here[j]) {
+            sources[pre] = (IX)k;
+            slot[k] = (IX)(first + pre);
+            ++pre;
+        } else {
+            slot[k] = (IX)zero;
+        }
+    }
+}
+
+// out[i] = ptr[i] - base: row pointers of a slice of a CSR, rebased to 0 (and narrowed)
+template <typename IN, typename OUT>
+__global__ void __launch_bounds__(WR_ARR_BLOCK) wr_rebase(
+    const i64 n, const IN* __restrict__ ptr, const i64 base, OUT* __restrict__ out)
+{
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (i64)gridDim.x * blockDim.x)
+        out[i] = (OUT)((i64)ptr[i] - base);
+}
+
 // Pass 2 over sorted keys: the first key of each run of equal keys is link number `pre`
 // (the runs before it): indices[pre] = its source, its row's count + 1 (one atomic per
 // run of a row within a thread), with_starts: starts[pre] = its position (and
@@ -409,7 +460,7 @@ __global__ void __launch_bounds__(WR_ARR_BLOCK) wr_compact_keys(
     bool first[WR_TILE_ITEMS];
     i64 c = 0;
     for (int j = 0; j < WR_TILE_ITEMS; ++j) {
-        first[j] = base + j < m && wr_item<1>(base + j, nullptr, keys);
+        first[j] = base + j < m && wr_item<1>(base + j, nullptr, keys, nullptr);
         c += first[j];
     }
     i64 total;
@@ -513,8 +564,21 @@ def mark_present_name(ids: str) -> str:
     return f"wr_mark_present<{CTYPE[ids]}>"
 
 
-def tile_sums_name(distinct_keys: bool) -> str:
-    return f"wr_tile_sums<{int(distinct_keys)}>"
+#: the items a tile scan counts (wr_item's MODE)
+TILE_VALUES, TILE_RUN_STARTS, TILE_POSITIVE = 0, 1, 2
+
+
+def tile_sums_name(mode: int) -> str:
+    """``mode``: :data:`TILE_VALUES`, :data:`TILE_RUN_STARTS` or :data:`TILE_POSITIVE`."""
+    return f"wr_tile_sums<{int(mode)}>"
+
+
+def sent_slots_name(ix: str) -> str:
+    return f"wr_sent_slots<{CTYPE[ix]}>"
+
+
+def rebase_name(ip_in: str, ip_out: str) -> str:
+    return f"wr_rebase<{CTYPE[ip_in]}, {CTYPE[ip_out]}>"
 
 
 def exclusive_scan_name(ip: str) -> str:
@@ -537,9 +601,10 @@ def instantiations() -> list[str]:
                   count_sources_name(i), order_positions_name(i), relabel_name(i)]
         names += [gather_vector_name(i, t) for t in _STORAGE]
         names += [transition_values_name(i, t) for t in _STORAGE]
-        names += [mark_present_name(i), exclusive_scan_name(i)]
+        names += [mark_present_name(i), exclusive_scan_name(i), sent_slots_name(i)]
+        names += [rebase_name(i, o) for o in _INDEX]
         names += [make_keys_name(i, r, c) for r in _INDEX for c in (False, True)]
-    names += [tile_sums_name(d) for d in (False, True)]
+    names += [tile_sums_name(m) for m in (TILE_VALUES, TILE_RUN_STARTS, TILE_POSITIVE)]
     return sorted(set(names))
 
 
@@ -562,6 +627,8 @@ MAKE_KEYS = KernelArgs(SOURCE, "wr_make_keys")
 MARK_PRESENT = KernelArgs(SOURCE, "wr_mark_present")
 TILE_SUMS = KernelArgs(SOURCE, "wr_tile_sums")
 EXCLUSIVE_SCAN = KernelArgs(SOURCE, "wr_exclusive_scan")
+SENT_SLOTS = KernelArgs(SOURCE, "wr_sent_slots")
+REBASE = KernelArgs(SOURCE, "wr_rebase")
 PRESENT_CODES = KernelArgs(SOURCE, "wr_present_codes")
 COMPACT_KEYS = KernelArgs(SOURCE, "wr_compact_keys")
 RUN_LENGTHS = KernelArgs(SOURCE, "wr_run_lengths")
@@ -571,3 +638,25 @@ OUT_WEIGHT = KernelArgs(SOURCE, "wr_out_weight")
 def get_kernel(name: str):
     """The compiled kernel ``name`` (one of :func:`instantiations`)."""
     return compiled_kernel(SOURCE, name)
+
+
+def tile_offsets(length: int, mode: int, *, vals: Any = None, keys: Any = None,
+                 weights: Any = None) -> tuple[Any, int]:
+    """Pass 1 of a tile scan over ``length`` items (``mode``: :data:`TILE_VALUES` of
+    ``vals``, :data:`TILE_RUN_STARTS` of sorted ``keys``, :data:`TILE_POSITIVE` of
+    ``weights``) on the current device: each tile's first prefix (a device array, what a
+    second pass takes) and the total. The tiles' sums (one per :data:`TILE` items) are
+    added up on the host, in order."""
+    import cupy as cp
+
+    tiles = max(1, -(-int(length) // TILE))
+    sums = cp.empty(tiles, dtype=np.int64)
+    get_kernel(tile_sums_name(mode))((tiles,), (BLOCK,), TILE_SUMS.pack(
+        len=length, vals=vals if vals is not None else cp.zeros(1, dtype=np.int32),
+        keys=keys if keys is not None else cp.zeros(1, dtype=np.int64),
+        weights=weights if weights is not None else cp.zeros(1, dtype=np.float64),
+        tile_sums=sums))
+    host = sums.get()
+    offsets = np.zeros(tiles, dtype=np.int64)
+    np.cumsum(host[:-1], out=offsets[1:])
+    return cp.asarray(offsets), int(host.sum())
