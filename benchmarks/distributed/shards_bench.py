@@ -14,7 +14,9 @@ against the floors of reading the shards.
 3. The run: ``mpirun -n PARTS --bind-to none webrank rank DIR --distributed --device
    DEVICE --dtype float32 --tol 1e-10 --json -o RANKS`` (rank 0's phases: read,
    placement and its parts, steps, wait, write), its wall clock, each GPU's peak memory
-   (``nvidia-smi`` every 0.5 s) and the ranks written.
+   (``nvidia-smi`` every 0.5 s), the ranks written, and where the wall clock went
+   besides (``rank_timeline.py``: the launch, the communicator, the top pages, the
+   exit).
 
 Writes JSON (machine, GPU, commit, date) to ``--out`` and prints a summary. On the GPU
 host: ``SCALE=30 GPUS=4 bash benchmarks/gpu_host/run.sh shards`` (published:
@@ -31,12 +33,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rank_timeline import timeline
+
 from webrank.bench.env import environment, write_json
+
+HERE = Path(__file__).resolve().parent
 
 GENERATE = r"""
 import json, resource, sys, time
@@ -134,19 +141,24 @@ def rank(directory: Path, parts: int, device: str, ranks: Path) -> dict:
     """One ``mpirun`` of ``webrank rank DIR --distributed``: its wall clock and rank 0's
     JSON line."""
     mpirun = shutil.which("mpirun") or sys.exit("mpirun is not on PATH")
+    marks = Path(tempfile.mkdtemp(prefix="rank-marks-"))
     cmd = [mpirun, "-n", str(parts), "--bind-to", "none", "--oversubscribe",
-           sys.executable, "-m", "webrank", "rank", str(directory), "--distributed",
+           sys.executable, str(HERE / "rank_timeline.py"), str(marks),
+           "rank", str(directory), "--distributed",
            "--device", device, "--dtype", "float32", "--tol", "1e-10", "--json",
            "-o", str(ranks)]
     memory = GPUMemory() if device == "gpu" else None
-    t = time.perf_counter()
+    started = time.time()
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t
+    ended = time.time()
     peaks = memory.stop() if memory else {}
     if out.returncode:
         sys.exit(f"rank failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     doc = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"whole_s": wall, "gpu_peak_mib": peaks, "rank0": doc}
+    phases = timeline(marks, started, ended)
+    shutil.rmtree(marks, ignore_errors=True)
+    return {"whole_s": ended - started, "gpu_peak_mib": peaks, "rank0": doc,
+            "timeline": phases}
 
 
 def main() -> None:
@@ -200,6 +212,9 @@ def main() -> None:
     print(f"rank: whole {run['whole_s']:.2f} s; {phases}; {head['iterations']} steps; GPU "
           f"peaks (MiB) {run['gpu_peak_mib'] or 'n/a'}; ranks {record['ranks_bytes'] / 1e9:.2f}"
           f" GB")
+    line = run.get("timeline") or {}
+    print("timeline (slowest rank): " + ", ".join(
+        f"{k} {v:.2f} s" for k, v in line.items() if k.endswith("_s")))
     print(f"wrote {args.out}")
 
 

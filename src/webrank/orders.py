@@ -29,10 +29,11 @@ def best_indices(scores: np.ndarray, k: int) -> np.ndarray:
     k = max(0, min(int(k), n))
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    idx = np.arange(n)
     if k < n:
         cut = np.partition(scores, n - k)[n - k]
         idx = np.flatnonzero(scores >= cut)
+    else:
+        idx = np.arange(n)
     # lexsort: primary key last -> descending score, then ascending index
     return idx[np.lexsort((idx, -scores[idx]))][:k].astype(np.int64, copy=False)
 
