@@ -174,3 +174,25 @@ def test_kendall_tau_is_scipys(n, levels, data):
         assert np.isnan(got)
     else:
         assert got == pytest.approx(want, abs=1e-12)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=40), st.integers(1, 5000),
+       st.integers(0, 2**32 - 1), st.integers(0, 40), st.sampled_from([0, 1 << 16]))
+def test_best_indices_are_a_sort_of_all_by_score_then_index(levels, n, seed, k,
+                                                           candidates_min):
+    """The k best entries, ties by index, as a full sort gives them: few distinct values
+    (plateaus at the k-th value, shared by most entries), every k, and the candidates'
+    narrowing by chunk maxima taken (``CANDIDATES_MIN`` 0) or not."""
+    from webrank import orders
+
+    scores = np.random.default_rng(seed).permutation(np.resize(levels, n)) / 7
+    want = np.lexsort((np.arange(scores.size), -scores))[:k]
+    saved = orders.CANDIDATES_MIN
+    orders.CANDIDATES_MIN = candidates_min
+    try:
+        got = orders.best_indices(scores, k)
+    finally:
+        orders.CANDIDATES_MIN = saved
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)

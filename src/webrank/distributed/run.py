@@ -173,8 +173,9 @@ def pagerank_parts(parts: list[Part], bounds: np.ndarray, comm: Comm, *,
                          f"of {', '.join(PARTITIONED_METHODS)}")
     op = PartitionedOperator(parts, bounds, comm, alpha, personalization, dangling, dtype,
                              devices=devices, check_every=check_every, engine=engine)
-    n = op.n
-    x0 = np.full(n, 1.0 / n)
+    # the uniform start on the operator's devices (each GPU its rows), as pagerank()
+    # starts: no full-length host vector per process (8.6 GB at a billion nodes)
+    x0 = op.full(1.0 / op.n)
     out = get_solver(method)(op, x0, tol=tol, max_iter=max_iter, criterion=criterion,
                              callback=callback)
     if whole:
