@@ -302,6 +302,23 @@ def ids_fit_int32(data: bytes, layout: Layout) -> bool:
                for field in split(line)[:2])
 
 
+def _arrow_table(data: Any, layout: Layout, types: dict[str, Any], use_w: bool) -> Any:
+    """pyarrow's parse of the data lines: the columns of ``types`` in ``layout``'s
+    order (the weight only with ``use_w``), no nulls, quotes as the layout says."""
+    import pyarrow.csv as pacsv
+
+    names = list(types)
+    return pacsv.read_csv(
+        data,
+        read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
+        parse_options=pacsv.ParseOptions(
+            delimiter=layout.delimiter, quote_char='"' if layout.quoted else False,
+            double_quote=layout.quoted, escape_char=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, include_columns=names[: 3 if use_w else 2],
+            strings_can_be_null=False, quoted_strings_can_be_null=False))
+
+
 def fast_read(
     source: ArrowSource | MappedSource, layout: Layout, labels: str, use_w: bool,
     pieces: bool = False, narrow: bool = False,
@@ -313,7 +330,6 @@ def fast_read(
     (:func:`ids_fit_int32`); :class:`WideIds` where one does not fit."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
 
     arrow_threads()  # pyarrow's pool no larger than this process's CPUs
     names = ["src", "dst", "weight"][: layout.ncols]
@@ -322,20 +338,7 @@ def fast_read(
     types = {"src": id_type, "dst": id_type, "weight": pa.float64()}
     try:
         with source as data:
-            table = pacsv.read_csv(
-                data,
-                read_options=pacsv.ReadOptions(column_names=names, block_size=_BLOCK),
-                parse_options=pacsv.ParseOptions(
-                    delimiter=layout.delimiter,
-                    quote_char='"' if layout.quoted else False,
-                    double_quote=layout.quoted, escape_char=False),
-                convert_options=pacsv.ConvertOptions(
-                    column_types={k: types[k] for k in names},
-                    include_columns=names[: 3 if use_w else 2],
-                    strings_can_be_null=False,
-                    quoted_strings_can_be_null=False,
-                ),
-            )
+            table = _arrow_table(data, layout, {k: types[k] for k in names}, use_w)
     except MemoryError:
         raise
     except _Changed:
