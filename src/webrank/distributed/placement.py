@@ -98,8 +98,8 @@ class DevicePart:
             ow = part.out_weight
             ow = (upload(np.asarray(ow, dtype=np.float64)) if isinstance(ow, np.ndarray)
                   else ow.astype(np.float64, copy=False))
-            #: this part's out-weights (float64, device), until finish() numbers the
-            #: rows that have some (what it sends)
+            #: this part's out-weights (float64, device), until number_sent() numbers
+            #: the rows that have some (what it sends)
             self.out_weight = ow
             # 1 / out-weight and the dangling mask by a kernel (raw weights: the values
             # of a weighted part are scaled at its sources too)
