@@ -369,6 +369,9 @@ def test_generate_rmat_shards_cli_ranks_as_one_graph(tmp_path):
     part = webrank_cli("rank", out, "--distributed", "--json", "--tol", "1e-12",
                        "--device", "cpu", "-o", tmp_path / "ranks")
     assert part.returncode == 0, part.stderr
+    doc = json.loads(part.stdout.strip().splitlines()[-1])
+    # where a process's time went besides the steps: communicator, read, top, write
+    assert all(doc[k] >= 0 for k in ("comm_s", "setup_s", "elapsed_s", "top_s", "write_s"))
     import pyarrow.parquet as pq
 
     table = pq.read_table(str(tmp_path / "ranks" / "part-00000.parquet"))

@@ -198,7 +198,9 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
     from webrank.distributed.run import distributed_pagerank, make_comm
 
     device = resolve_device(device)
+    t_comm = time.perf_counter()
     comm, devices = make_comm(device)
+    t_comm = time.perf_counter() - t_comm
     try:
         r = distributed_pagerank(source, device=device, comm=comm, devices=devices,
                                  top=top_k, **params)
@@ -216,7 +218,7 @@ def _run_distributed(source: str, *, top_k: int, as_json: bool, output: str | No
     if comm.rank != 0:
         return
     if as_json:
-        click.echo(json.dumps({**r.summary(), "write_s": t_write,
+        click.echo(json.dumps({**r.summary(), "comm_s": t_comm, "write_s": t_write,
                                "top": [{"node": k, "score": s} for k, s in r.top]},
                               default=str))
         return

@@ -248,14 +248,15 @@ def distributed_pagerank(source: Any, *, device: str = "cpu", alpha: float = 0.8
                                      engine=engine, whole=False)
     t2 = time.perf_counter()
     r0, r1 = op.local_span()
+    best = top_of(scores, top, labels, first=r0, comm=comm)
     return DistributedResult(
         scores=scores, row_begin=r0, row_end=r1, n=int(bounds[-1]),
         rank=comm.rank, size=comm.size, iterations=out.iterations,
         converged=out.converged, residuals=np.asarray(out.residuals),
-        method=out.info.get("method", method),
-        top=top_of(scores, top, labels, first=r0, comm=comm),
+        method=out.info.get("method", method), top=best,
         setup_time=t1 - t0, elapsed=t2 - t1,
-        info=merged_info(op.info, op.timings, {"labels": labels}))
+        info=merged_info(op.info, op.timings, {"labels": labels,
+                                               "top_s": time.perf_counter() - t2}))
 
 
 #: links each GPU of a ``pagerank(graph, gpus=N)`` run needs at least, or fewer GPUs
