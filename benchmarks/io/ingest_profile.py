@@ -38,7 +38,8 @@ def timed(store: dict, name: str, fn):
 
 
 def parse(buf: np.ndarray, start: int, size: int) -> float:
-    """The parallel parse of ``buf[start:size]`` (ranges as _parallel_read cuts them)."""
+    """The parallel parse of ``buf[start:size]`` into int32 columns (ranges as
+    ``webrank.io.edge_parse.parallel_read`` cuts them)."""
     body = size - start
     ranges = int(min(64 * num_threads(), max(num_threads(), body >> 20)))
     cuts = [start]
@@ -51,8 +52,8 @@ def parse(buf: np.ndarray, start: int, size: int) -> float:
     cut = np.unique(np.asarray(cuts, np.int64))
     first_slot = (cut[:-1] - start) // 4 + np.arange(cut.size - 1)
     slots = int(first_slot[-1] + (cut[-1] - cut[-2]) // 4 + 1)
-    src = np.empty(slots, np.int64)
-    dst = np.empty(slots, np.int64)
+    src = np.empty(slots, np.int32)
+    dst = np.empty(slots, np.int32)
     parsed = np.zeros(cut.size - 1, np.int64)
     bounds = np.zeros((cut.size - 1, 2), np.int64)
     t = time.perf_counter()
@@ -120,7 +121,8 @@ def main() -> None:
     for name in ("id_bounds", "mark_and_count", "scatter", "sort_buckets", "gather_rows",
                  "sum_rows", "count_sources"):
         setattr(cpu_build, name, timed(res, "kernel " + name, getattr(cpu_build, name)))
-    edgelist._parallel_read = timed(res, "reader _parallel_read", edgelist._parallel_read)
+    # (the name the reader calls: edgelist imports it from webrank.io.edge_parse)
+    edgelist.parallel_read = timed(res, "reader parallel_read", edgelist.parallel_read)
     build.build_csr = timed(res, "build_csr", build.build_csr)
     for _ in range(args.repeat):
         t = time.perf_counter()
