@@ -172,6 +172,32 @@ def test_generate_then_rank_and_compare(tmp_path):
     assert r.returncode == 2 and "unknown graph kind" in r.stderr
 
 
+@pytest.mark.parametrize("name, text, says", [
+    ("nan.csv", "node,score\n0,0.5\n1,nan\n2,0.1\n",
+     "nan.csv, line 3: score nan of node 1: scores must be finite"),
+    ("inf.tsv", "node\tscore\n0\tinf\n1\t0.5\n2\t0.1\n", "inf.tsv, line 2: score inf"),
+    ("twice.csv", "node,score\n0,0.5\n1,0.3\n0,0.2\n",
+     "twice.csv, line 4: node 0 appears twice (first on line 2)"),
+    ("short.json", '{"node": [0, 1, 2], "score": [0.5, 0.5]}',
+     "short.json: not a webrank score file: 3 nodes and 2 scores"),
+])
+def test_compare_refuses_score_files_that_would_give_nan_or_misalign(tmp_path, name, text,
+                                                                     says):
+    """A score file with a non-finite score, a node twice or lists of unequal length is
+    one line naming the file (and line), exit 2: never NaN measures or a traceback."""
+    good = tmp_path / "good.csv"
+    good.write_text("node,score\n0,0.5\n1,0.3\n2,0.2\n")
+    bad = tmp_path / name
+    bad.write_text(text)
+    for pair in ((bad, good), (good, bad)):
+        r = webrank("compare", *pair)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    np.save(tmp_path / "block.npy", np.ones((2, 2)))
+    r = webrank("compare", tmp_path / "block.npy", good)
+    assert r.returncode == 2 and "not one vector" in r.stderr
+
+
 def test_console_script_leaves_without_teardown_after_success(tmp_path, monkeypatch, capsys):
     """`webrank` (the console script) ends a successful command at once, its output
     flushed and its files written; a failing command exits with its code, and a process

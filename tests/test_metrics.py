@@ -196,3 +196,14 @@ def test_best_indices_are_a_sort_of_all_by_score_then_index(levels, n, seed, k,
         orders.CANDIDATES_MIN = saved
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_compare_refuses_scores_that_are_not_finite(bad):
+    ref = np.array([0.5, 0.3, 0.2])
+    other = ref.copy()
+    other[1] = bad
+    with pytest.raises(ValueError, match=r"scores_a\[1\] is .*must be finite"):
+        webrank.compare(other, ref)
+    with pytest.raises(ValueError, match=r"scores_b\[1\]"):
+        webrank.compare(ref, other)

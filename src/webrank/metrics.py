@@ -92,8 +92,8 @@ def compare(scores_a: Any, scores_b: Any, k: int = 100,
     Raises
     ------
     ValueError
-        Vectors of different lengths, empty vectors, or a negative or non-finite
-        ``tie_tol``.
+        Vectors of different lengths, empty vectors, a score that is not a finite
+        number, or a negative or non-finite ``tie_tol``.
 
     Notes
     -----
@@ -138,6 +138,11 @@ def compare(scores_a: Any, scores_b: Any, k: int = 100,
         raise ValueError(f"score vectors differ in length ({a.size} vs {b.size})")
     if a.size == 0:
         raise ValueError("nothing to compare: empty score vectors")
+    for name, x in (("scores_a", a), ("scores_b", b)):
+        bad = np.flatnonzero(~np.isfinite(x))
+        if bad.size:
+            raise ValueError(f"{name}[{bad[0]}] is {x[bad[0]]}: scores must be finite "
+                             f"({bad.size} are not)")
     tie_tol = float(tie_tol)
     if not (np.isfinite(tie_tol) and tie_tol >= 0):
         raise ValueError(f"tie_tol must be finite and >= 0, not {tie_tol!r}")

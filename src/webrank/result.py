@@ -271,16 +271,52 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 
     ``.npy`` holds scores in node order (labels ``0..n-1``); ``.csv``/``.tsv``/``.txt``
     and ``.parquet`` hold ``node``/``score`` columns; ``.json`` the ``node``/``score``
-    lists. Raises :class:`~webrank.errors.GraphFormatError` for anything else.
+    lists. Raises :class:`~webrank.errors.GraphFormatError` for anything else, and for a
+    file whose scores are not finite numbers, whose node appears twice, or whose node and
+    score lists differ in length (naming the line or entry).
     """
     from webrank.errors import GraphFormatError
 
     path = Path(path)
+    labels, scores = _read_scores(path)
+    labels, scores = np.asarray(labels), np.asarray(scores)
+    text = path.suffix.lower() in (".csv", ".tsv", ".txt")
+
+    def at(i: int) -> dict[str, Any]:  # a text file's row i is on line i + 2 (header)
+        return {"line": int(i) + 2} if text else {"text": f"entry {int(i)}"}
+
+    if scores.ndim != 1:
+        raise GraphFormatError(f"not a webrank score file: scores of shape {scores.shape}, "
+                               "not one vector", path=path)
+    if labels.ndim != 1 or labels.size != scores.size:
+        raise GraphFormatError(f"not a webrank score file: {labels.size} nodes and "
+                               f"{scores.size} scores (shapes {labels.shape}, "
+                               f"{scores.shape})", path=path)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise GraphFormatError(f"score {scores[bad[0]]} of node {labels[bad[0]]!s}: scores "
+                               f"must be finite numbers ({bad.size} are not)", path=path,
+                               **at(bad[0]))
+    if labels.size > 1:
+        order = np.argsort(labels, kind="stable")
+        same = np.flatnonzero(labels[order][1:] == labels[order][:-1])
+        if same.size:
+            first, again = order[same[0]], order[same[0] + 1]
+            before = f"line {first + 2}" if text else f"entry {first}"
+            raise GraphFormatError(f"node {labels[first]!s} appears twice (first on "
+                                   f"{before})", path=path, **at(again))
+    return labels, scores
+
+
+def _read_scores(path: Path) -> tuple[Any, Any]:
+    """The node and score columns of a score file, as stored (see :func:`load_scores`)."""
+    from webrank.errors import GraphFormatError
+
     ext = path.suffix.lower()
     try:
         if ext == ".npy":
-            scores = np.load(path, allow_pickle=False).astype(np.float64).ravel()
-            return np.arange(scores.size), scores
+            scores = np.load(path, allow_pickle=False).astype(np.float64)
+            return np.arange(scores.shape[0] if scores.ndim else 1), scores
         if ext in (".csv", ".tsv", ".txt"):
             import pyarrow.csv as pcsv
 
@@ -292,7 +328,7 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             table = pq.read_table(path)
         elif ext == ".json":
             doc = json.loads(path.read_text())
-            return np.asarray(doc["node"]), np.asarray(doc["score"], dtype=np.float64)
+            return doc["node"], np.asarray(doc["score"], dtype=np.float64)
         else:
             raise GraphFormatError(
                 "unknown score file type; use .npy, .csv, .tsv, .txt, .parquet or .json",
@@ -302,7 +338,7 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise
     except FileNotFoundError:
         raise GraphFormatError("no such file", path=path) from None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise GraphFormatError(f"not a webrank score file ({exc})", path=path) from None
 
 
