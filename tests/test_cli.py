@@ -198,6 +198,40 @@ def test_compare_refuses_score_files_that_would_give_nan_or_misalign(tmp_path, n
     assert r.returncode == 2 and "not one vector" in r.stderr
 
 
+def test_columns_name_a_parquet_files_edge_columns(tmp_path):
+    """``--columns SRC,DST[,WEIGHT]``: a Parquet file whose columns are not src/dst ranks
+    from the command line as ``webrank.load(..., columns=...)`` ranks it; a weight column
+    named there must exist; a malformed value is one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"a": [0, 0, 1, 2], "b": [1, 2, 2, 0],
+                             "c": [5.0, 1.0, 1.0, 1.0]}), f)
+    r = webrank("rank", f, "--json", "--tol", "1e-12", "--device", "cpu")
+    assert r.returncode == 2 and "--columns SRC,DST,WEIGHT" in r.stderr
+    for cols, weight in (("a,b,c", "c"), ("a,b", None)):
+        r = webrank("rank", f, "--columns", cols, "--json", "--tol", "1e-12",
+                    "--device", "cpu", "--top", "3")
+        assert r.returncode == 0, r.stderr
+        want = webrank_pagerank_top(f, ("a", "b", weight) if weight else ("a", "b"))
+        got = [(t["node"], t["score"]) for t in json.loads(r.stdout)["top"]]
+        assert [n for n, _ in got] == [n for n, _ in want]
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-12)
+    for bad in ("a", "a,,c", "a,b,c,d"):
+        r = webrank("rank", f, "--columns", bad)
+        assert r.returncode == 2 and "--columns" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    r = webrank("rank", f, "--columns", "a,b,weight")
+    assert r.returncode == 2 and "missing column 'weight'" in r.stderr
+
+
+def webrank_pagerank_top(path, columns):
+    import webrank as wr
+
+    return wr.pagerank(wr.load(path, columns=columns), device="cpu", tol=1e-12).top(3)
+
+
 def test_console_script_leaves_without_teardown_after_success(tmp_path, monkeypatch, capsys):
     """`webrank` (the console script) ends a successful command at once, its output
     flushed and its files written; a failing command exits with its code, and a process

@@ -812,3 +812,42 @@ def test_mpi_ranks_url_labelled_links(tmp_path, ranks):
                                atol=1e-12)
     best = ref_graph.labels[np.argmax(ref.scores)]
     assert best in out.stdout and out.stdout.count("converged") == 1
+
+
+@mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_mpi_ranks_read_parquet_weights_and_columns_as_one_process(tmp_path, ranks):
+    """A directory of weighted Parquet edge files (columns named by ``--columns``): the
+    ranks use the weights as ``webrank.load`` does (they ignored them before, a silently
+    different ranking), ``--unweighted`` drops them, and a weight column named on the
+    command line but missing is one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(9)
+    n, m = 500, 6000
+    pairs = np.unique(rng.integers(0, n, (m, 2)), axis=0)  # distinct links
+    w = rng.integers(1, 20, len(pairs)).astype(np.float64)
+    d = tmp_path / "links"
+    d.mkdir()
+    for i, sel in enumerate(np.array_split(np.arange(len(pairs)), 3)):
+        pq.write_table(pa.table({"from": pairs[sel, 0], "to": pairs[sel, 1],
+                                 "w": w[sel]}), d / f"e{i}.parquet")
+    whole = pa.table({"from": pairs[:, 0], "to": pairs[:, 1], "w": w})
+    for extra, weighted in (((), True), (("--unweighted",), False)):
+        out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--columns",
+                              "from,to,w", *extra, "--distributed", "--tol", "1e-12",
+                              "--device", "cpu", "-o", str(tmp_path / "ranks")])
+        assert out.returncode == 0, out.stderr[-2000:]
+        table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                               for r in range(ranks)])
+        g = webrank.Graph.from_dataframe(whole, source="from", target="to",
+                                         weight="w" if weighted else None)
+        ref = webrank.pagerank(g, device="cpu", tol=1e-12)
+        got = np.zeros(g.n)
+        got[table["node"].to_numpy()] = table["score"].to_numpy()
+        np.testing.assert_allclose(got, ref.scores, rtol=0, atol=1e-12)
+    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--columns",
+                          "from,to,weight", "--distributed", "--device", "cpu"])
+    assert out.returncode != 0 and "missing column 'weight'" in out.stderr
+    assert "--columns SRC,DST,WEIGHT" in out.stderr and "Traceback" not in out.stderr

@@ -44,7 +44,7 @@ _PROGRESS_BYTES = 20 * 2**20
 class GraphSource:
     """How a command reads its graph: ``--format`` and the :class:`ReadOptions` of
     ``--labels``, ``--node-ids``, ``--header/--no-header``, ``--delimiter``,
-    ``--unweighted`` and ``--undirected``."""
+    ``--columns``, ``--unweighted`` and ``--undirected``."""
 
     format: str | None = None
     options: ReadOptions = field(default_factory=ReadOptions)
@@ -72,6 +72,10 @@ _SOURCE_OPTIONS = [
                  help="Edge lists: the field separator, one character or tab, comma, "
                       "space, semicolon, pipe. Default: detected (tab, comma, else "
                       "whitespace). .csv files may quote fields (RFC 4180)."),
+    click.option("--columns", default=None, metavar="SRC,DST[,WEIGHT]",
+                 help="Parquet files: the source, target and weight columns' names "
+                      "(a weight column named here must exist). Default: src,dst,weight "
+                      "(the weight used where present)."),
     click.option("--unweighted", is_flag=True, help="Ignore a weight column."),
     click.option("--undirected", is_flag=True,
                  help="An undirected graph: each edge links both ways (a self-loop once), "
@@ -85,12 +89,20 @@ def graph_source_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(f)
     def command(*args: Any, fmt: str | None, labels: str, node_ids: str,
-                header: bool | None, delimiter: str | None, unweighted: bool,
-                undirected: bool, **kwargs: Any) -> Any:
+                header: bool | None, delimiter: str | None, columns: str | None,
+                unweighted: bool, undirected: bool, **kwargs: Any) -> Any:
+        names = ReadOptions.columns if columns is None else tuple(
+            c.strip() for c in columns.split(","))
+        if any(not c for c in names) or len(names) not in (2, 3):
+            raise click.BadParameter(f"{columns!r}: give two or three column names, "
+                                     "comma-separated (SRC,DST or SRC,DST,WEIGHT)",
+                                     param_hint="--columns")
         try:
             options = ReadOptions(labels=labels, node_ids=node_ids, header=header,  # type: ignore[arg-type]
-                                  delimiter=delimiter,
-                                  weighted=False if unweighted else None,
+                                  delimiter=delimiter, columns=names,
+                                  # a weight column named on purpose must be there
+                                  weighted=False if unweighted else (
+                                      True if columns and len(names) == 3 else None),
                                   directed=not undirected)
         except ValueError as e:  # (the one option a click type does not check)
             raise click.BadParameter(str(e), param_hint="--delimiter") from None

@@ -35,7 +35,7 @@ from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_
 from webrank.errors import DistributedError, GraphFormatError
 from webrank.files.atomic import atomic_write, check_target, register_input
 from webrank.graph import Graph
-from webrank.io.options import ReadOptions
+from webrank.io.options import COLUMNS_HINT, ReadOptions
 
 __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "shard_directory",
            "write_manifest", "write_scores", "write_shard", "write_shards"]
@@ -269,9 +269,7 @@ def _ids_within(ids: np.ndarray, n: int) -> bool:
 
 
 def read_part(source: Any, comm: Comm, *, num_nodes: int | None = None,
-              source_col: str = "src", target_col: str = "dst",
-              weight_col: str | None = None, duplicates: str | None = None,
-              options: ReadOptions | None = None
+              duplicates: str | None = None, options: ReadOptions | None = None
               ) -> tuple[Part, np.ndarray, np.ndarray | None]:
     """This rank's part of ``source`` (a shard directory, a Parquet directory, or a list of
     edge files, read as :func:`read_edge_files` says), the row bounds of every part, and
@@ -281,9 +279,8 @@ def read_part(source: Any, comm: Comm, *, num_nodes: int | None = None,
         part = read_shard(directory, comm.rank, comm.size)
         bounds = np.asarray(_manifest(directory)["bounds"], dtype=np.int64)
         return part, bounds, read_labels(directory)
-    return read_edge_files(source, comm, num_nodes=num_nodes, source_col=source_col,
-                           target_col=target_col, weight_col=weight_col,
-                           duplicates=duplicates, options=options)
+    return read_edge_files(source, comm, num_nodes=num_nodes, duplicates=duplicates,
+                           options=options)
 
 
 def _edge_files(source: Any) -> list[Path]:
@@ -301,20 +298,33 @@ def _edge_files(source: Any) -> list[Path]:
     return [Path(s) for s in source]
 
 
-def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str | None,
-                  options: ReadOptions) -> tuple[Any, ...]:
+def _read_columns(path: Path, options: ReadOptions) -> tuple[Any, ...]:
     """``(src, dst, weights or None)`` of one edge file; with string labels
-    ``(codes, codes, weights or None, the file's labels)``."""
+    ``(codes, codes, weights or None, the file's labels)``. A Parquet file's columns
+    are ``options.columns``, its weights used as :func:`webrank.load` uses them (where
+    the weight column is present, unless ``options.weighted`` is False)."""
     if not path.exists():
         raise GraphFormatError("no such file", path=path)
     text = options.labels == "string"
     if path.suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        from webrank.tables import arrow_id_columns, edge_columns
+        from webrank.tables import arrow_id_columns, edge_columns, require_columns
 
         register_input(path)
-        table = pq.read_table(path)
+        source_col, target_col, *rest = options.columns
+        weight_col = rest[0] if rest else None
+        try:
+            present = pq.ParquetFile(path).schema_arrow.names
+        except (OSError, ValueError) as e:
+            raise GraphFormatError(f"not a readable Parquet file: {e}", path=path) from None
+        require_columns(present, [source_col, target_col]
+                        + ([weight_col] if options.weighted is True else []), str(path),
+                        where="the file", hint=COLUMNS_HINT)
+        if weight_col not in present or options.weighted is False:
+            weight_col = None
+        wanted = [source_col, target_col] + ([weight_col] if weight_col else [])
+        table = pq.read_table(path, columns=wanted)
         if text:
             return edge_columns(table, source_col, target_col, weight_col, labels="string",
                                 name=str(path))
@@ -329,14 +339,13 @@ def _read_columns(path: Path, source_col: str, target_col: str, weight_col: str 
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
-                    source_col: str = "src", target_col: str = "dst",
-                    weight_col: str | None = None, duplicates: str | None = None,
-                    options: ReadOptions | None = None
+                    duplicates: str | None = None, options: ReadOptions | None = None
                     ) -> tuple[Part, np.ndarray, np.ndarray | None]:
     """This rank's rows of the graph in a list of edge files (see the module docstring).
 
     The files are read as :func:`webrank.load` reads them (``options``: header,
-    delimiter, weights), and the node set is the single process's: with
+    delimiter, a Parquet file's columns, weights), and the node set is the single
+    process's: with
     ``options.node_ids`` "appear" (the default) the ids that occur in any file, numbered
     in increasing id order; "range" (or ``num_nodes``) ``0..max id``. Parallel edges:
     ``"collapse"`` keeps one, with the weight of its last occurrence in the files taken
@@ -358,7 +367,7 @@ def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
         raise ValueError(f"duplicates must be 'collapse' or 'sum', not {duplicates!r}")
     files = _edge_files(source)
     mine = files[comm.rank::comm.size]
-    cols = [_read_columns(f, source_col, target_col, weight_col, options) for f in mine]
+    cols = [_read_columns(f, options) for f in mine]
     # each edge's place in the files taken in order (file index, then line): "collapse"
     # keeps the weight of the last occurrence wherever the copies were read
     places = [(np.int64(i) << np.int64(FILE_PLACE_BITS)) + np.arange(c[0].size, dtype=np.int64)

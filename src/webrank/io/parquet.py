@@ -18,7 +18,7 @@ from webrank.errors import GraphFormatError
 from webrank.files.sources import check_input, compression_of
 from webrank.graph import Graph
 from webrank.io.frames import graph_from_arrow
-from webrank.io.options import ReadOptions, reader_options
+from webrank.io.options import COLUMNS_HINT, ReadOptions, reader_options
 from webrank.memory import check_claim
 from webrank.tables import arrow_threads, require_columns
 
@@ -85,7 +85,7 @@ def read_parquet(
         raise GraphFormatError(f"not a readable Parquet file: {e}", path=name) from None
     required = [src_col, dst_col] + ([w_col] if weighted is True else [])
     require_columns(present, required, name, where="the file",
-                    hint="columns=(src, dst, weight)")
+                    hint=COLUMNS_HINT)
     use_w = w_col is not None and w_col in present and weighted is not False
     wanted = [src_col, dst_col] + ([w_col] if use_w else [])
     # the rows the metadata claims, checked against the memory before reading them: the
