@@ -851,3 +851,36 @@ def test_mpi_ranks_read_parquet_weights_and_columns_as_one_process(tmp_path, ran
                           "from,to,weight", "--distributed", "--device", "cpu"])
     assert out.returncode != 0 and "missing column 'weight'" in out.stderr
     assert "--columns SRC,DST,WEIGHT" in out.stderr and "Traceback" not in out.stderr
+
+
+@mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_mpi_ranks_take_integer_parquet_ids_as_string_labels(tmp_path, ranks):
+    """``--labels string`` over a Parquet file of integer ids and a text file beside it:
+    an integer id is the label of its decimal string (the text file's token "12" is the
+    same node), every label scored as one process scores the same links as text (the
+    ranks' dictionary refused integer columns with a traceback before)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(11)
+    src, dst = rng.integers(0, 150, 1500), rng.integers(0, 180, 1500)
+    d = tmp_path / "links"
+    d.mkdir()
+    pq.write_table(pa.table({"src": src[:900], "dst": dst[:900]}), d / "a.parquet")
+    (d / "b.txt").write_text("".join(f"{a}\t{b}\n" for a, b in zip(src[900:], dst[900:],
+                                                                   strict=True)))
+    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--labels",
+                          "string", "--distributed", "--tol", "1e-12", "--device", "cpu",
+                          "-o", str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                           for r in range(ranks)])
+    whole = tmp_path / "all.txt"
+    whole.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src, dst, strict=True)))
+    g = webrank.load(whole, labels="string")
+    ref = webrank.pagerank(g, device="cpu", tol=1e-12)
+    got = dict(zip(table["node"].to_pylist(), table["score"].to_pylist(), strict=True))
+    assert len(got) == g.n
+    np.testing.assert_allclose([got[str(u)] for u in g.labels], ref.scores, rtol=0,
+                               atol=1e-12)

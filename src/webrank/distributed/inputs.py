@@ -326,8 +326,8 @@ def _read_columns(path: Path, options: ReadOptions) -> tuple[Any, ...]:
         wanted = [source_col, target_col] + ([weight_col] if weight_col else [])
         table = pq.read_table(path, columns=wanted)
         if text:
-            return edge_columns(table, source_col, target_col, weight_col, labels="string",
-                                name=str(path))
+            return edge_columns(_as_text(table, (source_col, target_col)), source_col,
+                                target_col, weight_col, labels="string", name=str(path))
         return arrow_id_columns(table, source_col, target_col, weight_col, name=str(path))
     from webrank.build import joined
     from webrank.io.edgelist import read_edge_columns
@@ -336,6 +336,21 @@ def _read_columns(path: Path, options: ReadOptions) -> tuple[Any, ...]:
     # int64 ids for the routing's arithmetic (the parallel parse may give int32)
     cols = (np.asarray(joined(src), np.int64), np.asarray(joined(dst), np.int64), joined(w))
     return (*cols, np.asarray(labels, dtype=object)) if text else cols
+
+
+def _as_text(table: Any, names: tuple[str, str]) -> Any:
+    """``table`` with its id columns ``names`` as strings: ``--labels string`` labels
+    are text, so an integer column's ids are their decimal strings (the same node as the
+    token "12" of a text file beside it; the ranks' dictionary numbers strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in names:
+        i = table.schema.get_field_index(name)
+        column = table.column(i)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            table = table.set_column(i, name, pc.cast(column, pa.string()))
+    return table
 
 
 def read_edge_files(source: Any, comm: Comm, *, num_nodes: int | None = None,
