@@ -61,6 +61,15 @@ def test_personalize_file(small_graph, tmp_path):
     pf.write_text("4 x\n")
     r = webrank("rank", small_graph, "--personalize", pf)
     assert r.returncode == 2 and "line 1" in r.stderr
+    # a weight that is not a finite number >= 0, and a node the graph lacks: the file's
+    # line, not a message without it
+    for text, line, says in (("4 1\n5 nan\n", 2, "a weight must be a finite number >= 0"),
+                             ("4 1\n# c\n5 -2\n", 3, "a weight must be a finite"),
+                             ("4 1\n99 1\n", 2, "99 is not a node")):
+        pf.write_text(text)
+        r = webrank("rank", small_graph, "--personalize", pf)
+        assert r.returncode == 2 and f"p.txt, line {line}: {says}" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_info_and_convert(small_graph, tmp_path):

@@ -181,7 +181,8 @@ def rank(graph, alpha, tol, max_iter, criterion, device, dtype, engine, method, 
             resolve_device(device)
         raise
     load_s = time.perf_counter() - t0
-    pers = _read_personalization(personalize, source.options.labels) if personalize else None
+    pers = _read_personalization(personalize, source.options.labels, g) if personalize \
+        else None
     extra = {"gpus": gpus, "force_gpus": force_gpus} if gpus and gpus > 1 else {}
     _run_and_report(g, load_s, alpha=alpha, tol=tol, max_iter=max_iter, criterion=criterion,
                     device=device, dtype=dtype, engine=engine, method=method, top_k=top_k,
@@ -334,14 +335,20 @@ def _print_ranking(result, top, g, load_s, certain=None) -> None:
                   f"{result.info['gpus_reason']}")
 
 
-def _read_personalization(path: str, labels: str) -> dict:
+def _read_personalization(path: str, labels: str, graph: Any) -> dict:
     """``node [weight]`` per line (weight 1 if absent); ``#`` comments; UTF-8 text, plain,
-    ``.gz`` or ``.bz2``; binary data and lines over the cap refused (GraphFormatError
+    ``.gz`` or ``.bz2``; binary data, lines over the cap, a weight that is not a finite
+    number >= 0 and a node that is not one of ``graph``'s refused (GraphFormatError
     naming the file and line)."""
+    import math
+
+    import numpy as np
+
     from webrank.errors import GraphFormatError
     from webrank.files.sources import TokenLines, field_text, line_text, open_binary
 
     out: dict[Any, float] = {}
+    first_line: dict[Any, int] = {}
     with open_binary(path) as f:
         for lineno, tok in TokenLines(f, path, what="a personalization file"):
             text = [field_text(t, path, lineno) for t in tok[:3]]
@@ -354,9 +361,25 @@ def _read_personalization(path: str, labels: str) -> dict:
             except ValueError:
                 raise GraphFormatError("expected 'node [weight]' with numbers", path=path,
                                        line=lineno, text=line_text(path, lineno)) from None
+            if not (math.isfinite(w) and w >= 0):
+                raise GraphFormatError("a weight must be a finite number >= 0", path=path,
+                                       line=lineno, text=line_text(path, lineno))
             out[node] = out.get(node, 0.0) + w
+            first_line.setdefault(node, lineno)
     if not out:
         raise GraphFormatError("no personalization entries", path=path)
+    nodes = list(out)
+    if graph.labels is None:
+        ids = np.asarray(nodes) if labels != "string" else np.full(len(nodes), -1)
+        missing = (ids < 0) | (ids >= graph.n)
+    else:
+        missing = graph.lookup(np.asarray(nodes, dtype=object if labels == "string"
+                                          else None))[1] < 0
+    if np.any(missing):
+        node = min((nodes[i] for i in np.flatnonzero(missing)), key=first_line.__getitem__)
+        raise GraphFormatError(f"{node!r} is not a node of {graph.name or 'the graph'}",
+                               path=path, line=first_line[node],
+                               text=line_text(path, first_line[node]))
     return out
 
 
