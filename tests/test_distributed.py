@@ -773,6 +773,19 @@ def test_exchange_packs_the_linked_nodes_of_each_part():
     assert empty.slice == 1 and empty.width >= 1
 
 
+def _ranked_by_mpi(tmp_path, ranks, directory, *args):
+    """``webrank rank DIRECTORY ARGS --distributed -o ranks/`` under mpirun with
+    ``ranks`` processes (tol 1e-12, CPU): its output and the parts' rows as one table."""
+    import pyarrow.parquet as pq
+
+    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(directory), *args,
+                          "--distributed", "--tol", "1e-12", "--device", "cpu", "-o",
+                          str(tmp_path / "ranks")])
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out, pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
+                               for r in range(ranks)])
+
+
 @mpi
 @pytest.mark.parametrize("ranks", [1, 3])
 def test_mpi_ranks_url_labelled_links(tmp_path, ranks):
@@ -796,12 +809,7 @@ def test_mpi_ranks_url_labelled_links(tmp_path, ranks):
                                              for a, b in zip(src[sel], dst[sel], strict=True)))
     pq.write_table(pa.table({"src": urls[src[pieces[2]]].astype(str),
                              "dst": urls[dst[pieces[2]]].astype(str)}), d / "e2.parquet")
-    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--labels",
-                          "string", "--distributed", "--tol", "1e-12", "--device", "cpu",
-                          "--top", "3", "-o", str(tmp_path / "ranks")])
-    assert out.returncode == 0, out.stderr[-2000:]
-    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
-                           for r in range(ranks)])
+    out, table = _ranked_by_mpi(tmp_path, ranks, d, "--labels", "string", "--top", "3")
     whole = tmp_path / "all.txt"
     whole.write_text("".join(f"{urls[a]}\t{urls[b]}\n" for a, b in zip(src, dst, strict=True)))
     ref_graph = webrank.load(whole, labels="string")
@@ -835,12 +843,7 @@ def test_mpi_ranks_read_parquet_weights_and_columns_as_one_process(tmp_path, ran
                                  "w": w[sel]}), d / f"e{i}.parquet")
     whole = pa.table({"from": pairs[:, 0], "to": pairs[:, 1], "w": w})
     for extra, weighted in (((), True), (("--unweighted",), False)):
-        out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--columns",
-                              "from,to,w", *extra, "--distributed", "--tol", "1e-12",
-                              "--device", "cpu", "-o", str(tmp_path / "ranks")])
-        assert out.returncode == 0, out.stderr[-2000:]
-        table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
-                               for r in range(ranks)])
+        _, table = _ranked_by_mpi(tmp_path, ranks, d, "--columns", "from,to,w", *extra)
         g = webrank.Graph.from_dataframe(whole, source="from", target="to",
                                          weight="w" if weighted else None)
         ref = webrank.pagerank(g, device="cpu", tol=1e-12)
@@ -870,12 +873,7 @@ def test_mpi_ranks_take_integer_parquet_ids_as_string_labels(tmp_path, ranks):
     pq.write_table(pa.table({"src": src[:900], "dst": dst[:900]}), d / "a.parquet")
     (d / "b.txt").write_text("".join(f"{a}\t{b}\n" for a, b in zip(src[900:], dst[900:],
                                                                    strict=True)))
-    out = run_mpi(ranks, [sys.executable, "-m", "webrank", "rank", str(d), "--labels",
-                          "string", "--distributed", "--tol", "1e-12", "--device", "cpu",
-                          "-o", str(tmp_path / "ranks")])
-    assert out.returncode == 0, out.stderr[-2000:]
-    table = pq.read_table([str(tmp_path / "ranks" / f"part-{r:05d}.parquet")
-                           for r in range(ranks)])
+    _, table = _ranked_by_mpi(tmp_path, ranks, d, "--labels", "string")
     whole = tmp_path / "all.txt"
     whole.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src, dst, strict=True)))
     g = webrank.load(whole, labels="string")
