@@ -233,6 +233,10 @@ def test_columns_name_a_parquet_files_edge_columns(tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1
     r = webrank("rank", f, "--columns", "a,b,weight")
     assert r.returncode == 2 and "missing column 'weight'" in r.stderr
+    text = tmp_path / "e.txt"  # a text edge list's columns are its fields: not ignored
+    text.write_text("0 1\n1 0\n")
+    r = webrank("rank", text, "--columns", "a,b")
+    assert r.returncode == 2 and "names the columns of Parquet edge tables" in r.stderr
 
 
 def webrank_pagerank_top(path, columns):

@@ -122,10 +122,16 @@ def console(stderr: bool = False) -> Any:
 
 def load_graph(path: str, source: GraphSource | None = None, quiet: bool = False) -> Any:
     """Load a graph, with a progress bar on stderr for files over ~20 MB."""
-    from webrank.io import load
+    from webrank.io import detect_format, load
 
     source = source or GraphSource()
     p = Path(path)
+    if p.exists() and tuple(source.options.columns) != tuple(ReadOptions.columns):
+        fmt = source.format or detect_format(path)
+        if fmt != "parquet":  # (a text edge list's fields are its columns, in order)
+            raise click.BadParameter(f"names the columns of Parquet edge tables; {p.name} "
+                                     f"is read as {fmt} (source, target [, weight] are its "
+                                     "first fields)", param_hint="--columns")
     size = p.stat().st_size if p.is_file() else 0
     if quiet or size < _PROGRESS_BYTES:
         return load(path, source.format, options=source.options)
