@@ -282,8 +282,11 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     labels, scores = np.asarray(labels), np.asarray(scores)
     text = path.suffix.lower() in (".csv", ".tsv", ".txt")
 
-    def at(i: int) -> dict[str, Any]:  # a text file's row i is on line i + 2 (header)
-        return {"line": int(i) + 2} if text else {"text": f"entry {int(i)}"}
+    def place(i: int) -> str:  # a text file's row i is on line i + 2 (after the header)
+        return f"line {int(i) + 2}" if text else f"entry {int(i)}"
+
+    def at(i: int) -> dict[str, Any]:  # GraphFormatError's keywords for the place
+        return {"line": int(i) + 2} if text else {"text": place(i)}
 
     if scores.ndim != 1:
         raise GraphFormatError(f"not a webrank score file: scores of shape {scores.shape}, "
@@ -302,9 +305,8 @@ def load_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         same = np.flatnonzero(labels[order][1:] == labels[order][:-1])
         if same.size:
             first, again = order[same[0]], order[same[0] + 1]
-            before = f"line {first + 2}" if text else f"entry {first}"
             raise GraphFormatError(f"node {labels[first]!s} appears twice (first on "
-                                   f"{before})", path=path, **at(again))
+                                   f"{place(first)})", path=path, **at(again))
     return labels, scores
 
 

@@ -375,8 +375,8 @@ def _read_personalization(path: str, labels: str, graph: Any) -> dict:
     else:
         missing = graph.lookup(np.asarray(nodes, dtype=object if labels == "string"
                                           else None))[1] < 0
-    if np.any(missing):
-        node = min((nodes[i] for i in np.flatnonzero(missing)), key=first_line.__getitem__)
+    if np.any(missing):  # the dict keeps the order the nodes first came in: the file's
+        node = nodes[int(np.argmax(missing))]
         raise GraphFormatError(f"{node!r} is not a node of {graph.name or 'the graph'}",
                                path=path, line=first_line[node],
                                text=line_text(path, first_line[node]))

@@ -35,7 +35,7 @@ from webrank.distributed.partition import Part, edge_balanced_bounds, histogram_
 from webrank.errors import DistributedError, GraphFormatError
 from webrank.files.atomic import atomic_write, check_target, register_input
 from webrank.graph import Graph
-from webrank.io.options import COLUMNS_HINT, ReadOptions
+from webrank.io.options import ReadOptions
 
 __all__ = ["MANIFEST", "read_edge_files", "read_part", "read_shard", "shard_directory",
            "write_manifest", "write_scores", "write_shard", "write_shards"]
@@ -307,24 +307,13 @@ def _read_columns(path: Path, options: ReadOptions) -> tuple[Any, ...]:
         raise GraphFormatError("no such file", path=path)
     text = options.labels == "string"
     if path.suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
-        from webrank.tables import arrow_id_columns, edge_columns, require_columns
+        from webrank.io.parquet import edge_table_file
+        from webrank.tables import arrow_id_columns, edge_columns
 
         register_input(path)
-        source_col, target_col, *rest = options.columns
-        weight_col = rest[0] if rest else None
-        try:
-            present = pq.ParquetFile(path).schema_arrow.names
-        except (OSError, ValueError) as e:
-            raise GraphFormatError(f"not a readable Parquet file: {e}", path=path) from None
-        require_columns(present, [source_col, target_col]
-                        + ([weight_col] if options.weighted is True else []), str(path),
-                        where="the file", hint=COLUMNS_HINT)
-        if weight_col not in present or options.weighted is False:
-            weight_col = None
-        wanted = [source_col, target_col] + ([weight_col] if weight_col else [])
-        table = pq.read_table(path, columns=wanted)
+        pf, source_col, target_col, weight_col = edge_table_file(path, options, str(path))
+        table = pf.read(columns=[source_col, target_col]
+                        + ([weight_col] if weight_col else []))
         if text:
             return edge_columns(_as_text(table, (source_col, target_col)), source_col,
                                 target_col, weight_col, labels="string", name=str(path))

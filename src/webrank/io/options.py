@@ -22,7 +22,7 @@ from webrank.edge_arrays import NodeIds
 from webrank.files.sources import Progress
 from webrank.graph import Duplicates, Graph
 
-__all__ = ["COLUMNS_HINT", "DELIMITER_WORDS", "ReadOptions", "reader_options"]
+__all__ = ["DELIMITER_WORDS", "ReadOptions", "reader_options"]
 
 Labels = Literal["int", "string"]
 
@@ -30,10 +30,6 @@ Labels = Literal["int", "string"]
 #: the character each stands for; ``\\t`` is the two characters a shell passes for a tab.
 DELIMITER_WORDS = {"tab": "\t", "\\t": "\t", "comma": ",", "space": " ",
                    "semicolon": ";", "pipe": "|"}
-
-
-#: how a missing edge column is chosen, in the messages of the Parquet readers
-COLUMNS_HINT = "columns=(src, dst, weight), or --columns SRC,DST,WEIGHT on the command line,"
 
 
 @dataclass(frozen=True)

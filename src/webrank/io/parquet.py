@@ -18,11 +18,11 @@ from webrank.errors import GraphFormatError
 from webrank.files.sources import check_input, compression_of
 from webrank.graph import Graph
 from webrank.io.frames import graph_from_arrow
-from webrank.io.options import COLUMNS_HINT, ReadOptions, reader_options
+from webrank.io.options import ReadOptions, reader_options
 from webrank.memory import check_claim
 from webrank.tables import arrow_threads, require_columns
 
-__all__ = ["read_parquet", "write_parquet"]
+__all__ = ["edge_table_file", "read_parquet", "write_parquet"]
 
 _KEYWORDS = ("columns", "labels", "weighted", "node_ids", "duplicates", "progress", "name",
              "device", "directed")
@@ -62,31 +62,20 @@ def read_parquet(
         (naming the row, 0-based).
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     opts = reader_options("read_parquet", options, overrides, _KEYWORDS)
     path = check_input(path)
     opts = opts.named(path)
-    name, weighted, progress = opts.name, opts.weighted, opts.progress
+    name, progress = opts.name, opts.progress
     if compression_of(path):
         raise GraphFormatError("a Parquet file cannot be read through .gz/.bz2 (Parquet "
                                "compresses internally); decompress it first", path=name)
-    cols = opts.columns
-    src_col, dst_col = cols[0], cols[1]
-    w_col = cols[2] if len(cols) == 3 else None
     total = os.path.getsize(path)
     if progress is not None:
         progress(0, total)
     arrow_threads()  # pyarrow's pool no larger than this process's CPUs
-    try:
-        pf = pq.ParquetFile(path)
-        present = pf.schema_arrow.names
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise GraphFormatError(f"not a readable Parquet file: {e}", path=name) from None
-    required = [src_col, dst_col] + ([w_col] if weighted is True else [])
-    require_columns(present, required, name, where="the file",
-                    hint=COLUMNS_HINT)
-    use_w = w_col is not None and w_col in present and weighted is not False
+    pf, src_col, dst_col, w_col = edge_table_file(path, opts, name)
+    use_w = w_col is not None
     wanted = [src_col, dst_col] + ([w_col] if use_w else [])
     # the rows the metadata claims, checked against the memory before reading them: the
     # columns as read (8 bytes a value), as int64 ids (16) and the CSR build (16). (Not
@@ -105,7 +94,36 @@ def read_parquet(
         progress(total, total)
     if ids is not None:
         return opts.graph(*ids)
-    return graph_from_arrow(table, src_col, dst_col, w_col if use_w else None, options=opts)
+    return graph_from_arrow(table, src_col, dst_col, w_col, options=opts)
+
+
+def edge_table_file(path: Any, options: ReadOptions, name: Any = None
+                    ) -> tuple[Any, str, str, str | None]:
+    """A Parquet edge table opened (its schema read, not its data) and the columns it is
+    read by: ``(file, source, target, weight or None)``. The columns are
+    ``options.columns``; the weight column is used where the file has it, unless
+    ``options.weighted`` is False (True: it must be there). Shared by
+    :func:`read_parquet` and the partitioned readers (webrank.distributed.inputs).
+
+    Raises GraphFormatError (``name``, default ``path``): not a Parquet file, or missing
+    columns (the message lists those present and how to choose others)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = path if name is None else name
+    source, target, *rest = options.columns
+    weight = rest[0] if rest else None
+    try:
+        pf = pq.ParquetFile(path)
+        present = pf.schema_arrow.names
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise GraphFormatError(f"not a readable Parquet file: {e}", path=name) from None
+    required = [source, target] + ([weight] if options.weighted is True else [])
+    require_columns(present, required, name, where="the file", hint="columns=(src, dst, "
+                    "weight), or --columns SRC,DST,WEIGHT on the command line,")
+    if weight not in present or options.weighted is False:
+        weight = None
+    return pf, source, target, weight
 
 
 def write_parquet(
