@@ -109,6 +109,26 @@ def test_new_engines_every_criterion_and_exact_step_counts(rng, engine, criterio
     assert seen and seen[-1] == r.iterations
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_persistent_steps_see_every_write_of_the_step_before(rng, dtype):
+    """The persistent kernel gathers with plain loads, which may hit L1, after each
+    grid-wide barrier: a line left from an earlier step would make its iterate differ
+    from the pull engine's, whose launches run the same row pass. Same steps, residuals
+    and scores to rounding (the sums' atomics add in another order), with and without
+    split rows (whose sums other blocks add)."""
+    graphs = [webrank.load(dataset("cnr-2000")), random_graph(rng, 30000, 400000)]
+    close = 1e-13 if dtype == "float64" else 1e-8
+    for g in graphs:
+        for opts in ({}, {"heavy_threshold": 8}):
+            kw = dict(device="gpu", dtype=dtype, tol=1e-12, engine_options=opts)
+            a = webrank.pagerank(g, engine="persistent", **kw)
+            b = webrank.pagerank(g, engine="pull", **kw)
+            assert a.info["engine"] == "persistent" and abs(a.iterations - b.iterations) <= 1
+            k = int(np.count_nonzero(b.residuals > 1e-7))
+            np.testing.assert_allclose(a.residuals[:k], b.residuals[:k], rtol=1e-6)
+            assert np.abs(a.scores - b.scores).sum() < close, (g.n, opts)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["web-NotreDame", "cnr-2000"])
 @pytest.mark.parametrize("engine", ENGINES)

@@ -181,10 +181,9 @@ class OnGPU:
         return gpu_arrays.full(self.n, value)
 
     def normalized(self, x: Any) -> Any:
-        """``x / x.sum()`` where the sum is positive, else ``x`` (the sum in a fixed
-        order, the division by a kernel of ours)."""
-        total = gpu_arrays.vector_sums(x)[0]
-        return gpu_arrays.divide(x, total) if total > 0 else x
+        """``x / x.sum()`` where the sum is positive, else a copy of ``x`` (the sum in a
+        fixed order, the division by a kernel of ours that reads it on the device)."""
+        return gpu_arrays.normalized(x)
 
     # the solvers' vector algebra (Operator's) by cuBLAS and prebuilt kernels
     def copy(self, x: Any) -> Any:

@@ -52,6 +52,7 @@ __all__ = [
     "heavy_rows",
     "node_scale",
     "norm",
+    "normalized",
     "out_degree_order",
     "pinned_empty",
     "rebase",
@@ -214,6 +215,21 @@ def divide(x: Any, total: float) -> Any:
     n = int(x.size)
     if n:
         _launch("wr_divide", n, ka.DIVIDE.pack(n=n, x=x, total=total, out=out))
+    return out
+
+
+def normalized(x: Any) -> Any:
+    """``x / x.sum()`` where the sum is positive, else a copy of ``x`` (a new float64
+    vector): the sum in a fixed order (:func:`write_history_start`), the division reading
+    it on the device, so nothing waits for it."""
+    import cupy as cp
+
+    row = cp.empty(4, dtype=np.float64)
+    write_history_start(x, None, row)
+    out = cp.empty_like(x)
+    n = int(x.size)
+    if n:
+        _launch("wr_normalize", n, ka.NORMALIZE.pack(n=n, x=x, row=row, out=out))
     return out
 
 

@@ -14,7 +14,8 @@ like the other families, so that the path from a file to its ranks compiles noth
   on every run and device): one history row ``(inf, dangling mass, mass, L1 norm)``;
 * ``wr_gather_vector``: ``xs[slot(i)] = (T)(x[i] * inv_out[i])``, the gathered vector
   of a first step (the multiply, the cast and the scatter of the reordering in one);
-* ``wr_divide``: ``x / total`` (the ranks normalised to sum 1);
+* ``wr_divide``: ``x / total`` (the ranks normalised to sum 1); ``wr_normalize`` the
+  same with the total read from a history row on the device (no wait for it);
 * ``wr_heavy_count`` + ``wr_heavy_collect``: the rows of more than ``threshold``
   in-links (their row, first link and in-degree, in no particular order; the host
   sorts the few there are) and the in-links of the others;
@@ -159,6 +160,18 @@ __global__ void __launch_bounds__(WR_ARR_BLOCK) wr_divide(
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (i64)gridDim.x * blockDim.x)
         out[i] = x[i] / total;
+}
+
+// x / row[2] where that sum (a history row's mass, written by wr_sums_total on the
+// stream before) is positive, else x: the ranks normalised with no wait for the sum
+__global__ void __launch_bounds__(WR_ARR_BLOCK) wr_normalize(
+    const i64 n, const double* __restrict__ x, const double* __restrict__ row,
+    double* __restrict__ out)
+{
+    const double total = row[2];
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (i64)gridDim.x * blockDim.x)
+        out[i] = total > 0.0 ? x[i] / total : x[i];
 }
 
 // stats[0] += rows of more than `threshold` in-links, stats[1] += in-links of the others
@@ -586,7 +599,7 @@ def exclusive_scan_name(ip: str) -> str:
 
 
 #: the kernels that are no templates: their names are their name expressions
-PLAIN = ("wr_sums_blocks", "wr_sums_total", "wr_divide", "wr_degree_keys",
+PLAIN = ("wr_sums_blocks", "wr_sums_total", "wr_divide", "wr_normalize", "wr_degree_keys",
          "wr_present_codes", "wr_compact_keys", "wr_run_lengths", "wr_out_weight")
 
 
@@ -615,6 +628,7 @@ SUMS_BLOCKS = KernelArgs(SOURCE, "wr_sums_blocks")
 SUMS_TOTAL = KernelArgs(SOURCE, "wr_sums_total")
 GATHER_VECTOR = KernelArgs(SOURCE, "wr_gather_vector")
 DIVIDE = KernelArgs(SOURCE, "wr_divide")
+NORMALIZE = KernelArgs(SOURCE, "wr_normalize")
 HEAVY_COUNT = KernelArgs(SOURCE, "wr_heavy_count")
 HEAVY_COLLECT = KernelArgs(SOURCE, "wr_heavy_collect")
 SEARCHSORTED = KernelArgs(SOURCE, "wr_searchsorted")
