@@ -134,20 +134,3 @@ def test_real_graph_layout():
     check_layout(g, plan, layout)
     # web graphs in crawl order keep most links near the diagonal: few non-empty blocks
     assert (np.diff(layout.blk_ptr) > 0).mean() < 0.5
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=0, max_value=1 << 40))
-def test_fixed_point_sum_bits_bound_the_rounding_of_a_step(entries):
-    """float32 messages: the fewest bits whose rounding over all entries of a step stays
-    within 2**-26 of the gathered vector's norm (2**bits / B scale, rounding half an
-    ulp of the sums each), at most 62; float64 messages: 62."""
-    from webrank.backends.gpu_blocked import FLOAT32_SUM_MARGIN, SUM_BITS_MAX, sum_bits
-
-    bits = sum_bits(entries, np.float32)
-    assert sum_bits(entries, np.float64) == SUM_BITS_MAX
-    assert 0 < bits <= SUM_BITS_MAX
-    m = max(entries, 1)
-    assert bits == SUM_BITS_MAX or m * 2.0 ** -(bits + 1) <= 2.0 ** -FLOAT32_SUM_MARGIN
-    if bits < SUM_BITS_MAX:  # one bit fewer would not do
-        assert m * 2.0 ** -bits > 2.0 ** -FLOAT32_SUM_MARGIN

@@ -230,6 +230,37 @@ def test_scores_land_in_prepared_host_memory(rng, monkeypatch, engine):
     np.testing.assert_allclose(plain.scores, reference(g).scores, atol=1e-6)
 
 
+def test_repeated_calls_land_in_kept_page_locked_arrays(rng, monkeypatch):
+    """From a vector size's second call on, scores come down into page-locked arrays
+    kept by the pool, one per live result, reused once a result goes; the scores equal
+    the first (pageable) call's."""
+    import gc
+
+    import cupy as cp
+
+    from webrank.backends import gpu_arrays
+    from webrank.kernels.cuda_staging import PinnedResults
+
+    pool = PinnedResults(1 << 30)
+    monkeypatch.setattr(gpu_arrays, "PINNED_RESULTS", pool)
+    g = random_graph(rng, 20000, 150000, False)  # 160 KB of scores
+    runs = [webrank.pagerank(g, device="gpu", tol=1e-10) for _ in range(4)]
+    assert pool.held == 3 * 8 * g.n  # calls 2-4, each result alive
+
+    def locked(a):
+        attrs = cp.cuda.runtime.pointerGetAttributes(a.ctypes.data)
+        return attrs.type == 1  # cudaMemoryTypeHost (0: not registered with CUDA)
+
+    assert [locked(r.scores) for r in runs] == [False, True, True, True]
+    for r in runs[1:]:
+        np.testing.assert_allclose(r.scores, runs[0].scores, rtol=1e-12, atol=0)
+    del runs, r
+    gc.collect()
+    again = webrank.pagerank(g, device="gpu", tol=1e-10)
+    assert locked(again.scores) and pool.held == 3 * 8 * g.n  # a kept block, reused
+    assert pool.release() == 2 * 8 * g.n
+
+
 def test_host_landing_receive_and_discard():
     import cupy as cp
 

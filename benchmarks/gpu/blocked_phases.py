@@ -12,7 +12,10 @@ whole blocked solve to ``tol=1e-10`` and its L1 distance to a float64 pull solve
 ``1e-12``.
 
     python benchmarks/gpu/blocked_phases.py [--scales 24 26] [--repeats 20]
-                                            [--out FILE.json]
+        [--plan chunk_bits=14] [--plan part_rows=6144] [--out FILE.json]
+
+``--plan`` times the two kernels again on other layouts of the same graph (smaller
+blocks: fewer entries in each (chunk, partition) block).
 
 Prints one line per graph and writes JSON to ``--out``.
 """
@@ -28,6 +31,9 @@ from typing import Any
 
 import numpy as np
 from gpu_graphs import device_graph
+
+#: the gather's fixed-point scale, 2**SUM_BITS / B (kernels/cuda_blocked.py)
+SUM_BITS = 62
 
 
 def _event_ms(fn: Any, repeats: int) -> float:
@@ -56,16 +62,18 @@ def _high_word_share(msg: Any, bits: int, l1: float) -> float:
     return total / max(m, 1)
 
 
-def kernel_times(g: Any, dtype: str, repeats: int) -> dict[str, Any]:
-    """The step, scatter and gather of the blocked layout of ``g``, timed apart."""
+def kernel_times(g: Any, dtype: str, repeats: int, plan: dict[str, int] | None = None
+                 ) -> dict[str, Any]:
+    """The step, scatter and gather of the blocked layout of ``g`` (its plan's
+    ``part_rows`` / ``chunk_bits`` as given, else the engine's defaults), timed apart."""
     import cupy as cp
 
-    from webrank.backends import gpu_arrays, gpu_blocked, make_operator
+    from webrank.backends import gpu_arrays, make_operator
     from webrank.backends.options import EngineOptions
     from webrank.kernels import cuda_blocked as kb
 
     n = g.n
-    options = EngineOptions.from_call("blocked", None).for_device("gpu", dtype)
+    options = EngineOptions.from_call("blocked", plan or None).for_device("gpu", dtype)
     op = make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
                        dtype=dtype, options=options)
     op.prepare_steps()
@@ -105,8 +113,11 @@ def kernel_times(g: Any, dtype: str, repeats: int) -> dict[str, Any]:
     windows = bs.layout.num_tiles * (1 << bs.layout.plan.chunk_bits) * item
     scatter_bytes = m * (2 + item) + windows
     gather_bytes = m * (2 + item) + 32 * n
-    bits = gpu_blocked.sum_bits(m, dtype) if hasattr(gpu_blocked, "sum_bits") else 62
-    return {"step_ms": t_step, "scatter_ms": t_scatter, "gather_ms": t_gather,
+    bits = SUM_BITS
+    L = bs.layout
+    return {"plan": plan or {}, "parts": L.num_parts, "chunks": L.num_chunks,
+            "entries_per_block": m / max(L.num_parts * L.num_chunks, 1),
+            "step_ms": t_step, "scatter_ms": t_scatter, "gather_ms": t_gather,
             "scatter_GBps": scatter_bytes / t_scatter / 1e6,
             "gather_GBps": gather_bytes / t_gather / 1e6,
             "gather_G_messages_per_s": m / t_gather / 1e6,
@@ -114,7 +125,8 @@ def kernel_times(g: Any, dtype: str, repeats: int) -> dict[str, Any]:
             "sum_bits": bits, "high_word_share": _high_word_share(bs.msg[:m], bits, l1)}
 
 
-def phases(scale: int, dtype: str, repeats: int) -> dict[str, Any]:
+def phases(scale: int, dtype: str, repeats: int, plans: list[dict[str, int]]
+           ) -> dict[str, Any]:
     import cupy as cp
 
     import webrank
@@ -122,6 +134,13 @@ def phases(scale: int, dtype: str, repeats: int) -> dict[str, Any]:
     g = device_graph("rmat", scale)
     times = kernel_times(g, dtype, repeats)
     cp.get_default_memory_pool().free_all_blocks()
+    for plan in plans:  # the same kernels on smaller blocks
+        other = kernel_times(g, dtype, repeats, plan)
+        cp.get_default_memory_pool().free_all_blocks()
+        times.setdefault("other_plans", []).append(other)
+        print(f"rmat-{scale} {plan}: {other['entries_per_block']:.0f} entries a block, "
+              f"scatter {other['scatter_ms']:.3f} ms, gather {other['gather_ms']:.3f} ms "
+              f"({other['gather_G_messages_per_s']:.0f} G msg/s)", flush=True)
     kw = {"device": "gpu", "tol": 1e-10}
     webrank.pagerank(g, engine="blocked", dtype=dtype, **kw)  # warm
     r = webrank.pagerank(g, engine="blocked", dtype=dtype, **kw)
@@ -136,7 +155,8 @@ def phases(scale: int, dtype: str, repeats: int) -> dict[str, Any]:
     print(f"rmat-{scale} {dtype}: step {out['step_ms']:.3f} ms = scatter "
           f"{out['scatter_ms']:.3f} ({out['scatter_GBps']:.0f} GB/s) + gather "
           f"{out['gather_ms']:.3f} ({out['gather_GBps']:.0f} GB/s, "
-          f"{out['gather_G_messages_per_s']:.0f} G msg/s); model "
+          f"{out['gather_G_messages_per_s']:.0f} G msg/s, {out['entries_per_block']:.0f} "
+          f"entries a block); model "
           f"{out['model_ms_at_2.89TBps']:.3f} ms; bits {out['sum_bits']}, high word "
           f"{100 * out['high_word_share']:.1f}%; solve {out['solve_ms']:.1f} ms / "
           f"{r.iterations} it "
@@ -149,9 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", type=int, nargs="+", default=[24, 26])
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--plan", action="append", default=[], metavar="NAME=VALUE,...",
+                    help="also time the kernels on this plan (part_rows, chunk_bits)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    rows = [phases(s, args.dtype, args.repeats) for s in args.scales]
+    plans = [{k: int(v) for k, v in (kv.split("=") for kv in p.split(","))}
+             for p in args.plan]
+    rows = [phases(s, args.dtype, args.repeats, plans) for s in args.scales]
     if args.out:
         from webrank.bench.env import environment
 

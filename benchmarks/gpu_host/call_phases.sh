@@ -14,7 +14,7 @@ for run in ${AB_RUNS:-old1 new1 old2 new2}; do
   [ -d "$tree/src" ] || continue
   (cd benchmarks/gpu && PYTHONPATH=../../$tree/src:${PYTHONPATH#src:} timeout ${PHASES_S:-200} \
     python3 gpu_call_phases.py --graphs ${GRAPHS:-cnr-2000 rmat-22 rmat-24 rmat-26} \
-    --data ../../.device_data --repeats ${REPEATS:-15} --out "$OUT/call_phases_$run.json" \
+    --data "$WEBRANK_DATASETS" --repeats ${REPEATS:-15} --out "$OUT/call_phases_$run.json" \
     > "$OUT/call_phases_$run.txt" 2>&1)
   echo "== call phases ($run, $(cat $tree/COMMIT 2>/dev/null || git rev-parse --short HEAD)) exit $?"
   grep -E "^[a-zA-Z0-9-]+: n " "$OUT/call_phases_$run.txt" | sed 's/; phases.*//'

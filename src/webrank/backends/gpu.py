@@ -153,16 +153,16 @@ class OnGPU:
         return self.xp.asnumpy(a)
 
     def solving(self) -> contextlib.AbstractContextManager:
-        """While the solve runs, host memory for its n-vector of scores is allocated and
-        its pages faulted in by a worker thread (:class:`gpu_arrays.HostLanding`, for
-        vectors of ``LANDING_MIN_BYTES`` or more), so that :meth:`to_host` does not
-        fault them in behind the copy."""
+        """Host memory for the solve's n-vector of scores, made ready before the copy
+        (:meth:`gpu_arrays.HostLanding.for_vector`): a page-locked array kept from an
+        earlier call of this size, or one a worker thread allocates and faults in while
+        the solve runs, so that :meth:`to_host` does not fault pages in behind the copy."""
         return self._landing_during_solve()
 
     @contextlib.contextmanager
     def _landing_during_solve(self) -> Iterator[None]:
-        if self._landing is None and 8 * self.n >= gpu_arrays.LANDING_MIN_BYTES:
-            self._landing = gpu_arrays.HostLanding(self.n)
+        if self._landing is None:
+            self._landing = gpu_arrays.HostLanding.for_vector(self.n)
         try:
             yield
         except BaseException:

@@ -32,10 +32,17 @@ import numpy as np
 from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
 from webrank.kernels.cuda_common import launch_strided
-from webrank.kernels.cuda_staging import STAGING_SLICE_BYTES, download, pinned_empty, upload
+from webrank.kernels.cuda_staging import (
+    PINNED_RESULTS,
+    STAGING_SLICE_BYTES,
+    download,
+    pinned_empty,
+    upload,
+)
 
 __all__ = [
     "LANDING_MIN_BYTES",
+    "PINNED_MIN_BYTES",
     "STAGING_SLICE_BYTES",
     "HostLanding",
     "aitken",
@@ -86,8 +93,12 @@ def full(n: int, value: float, dtype: Any = np.float64) -> Any:
     return out
 
 
-#: vectors of at least this many bytes come down into a :class:`HostLanding`
+#: vectors of at least this many bytes come down into a prepared pageable array
+#: (:class:`HostLanding`) where no page-locked one is kept for them
 LANDING_MIN_BYTES = 1 << 23
+#: vectors of at least this many bytes may come down into a page-locked array (smaller
+#: ones copy in microseconds either way)
+PINNED_MIN_BYTES = 1 << 16
 
 _landing_lock = threading.Lock()
 _landing_pool: ThreadPoolExecutor | None = None
@@ -108,25 +119,47 @@ class HostLanding:
 
     A copy into a new NumPy array pays the array's page faults as it writes it: R-MAT
     22's scores (34 MB) took 10-13 ms to come down into a new array on an H100 host,
-    3.5 ms into one whose pages were already there (docs/benchmarks.md). A worker
-    thread allocates the array and touches its pages (compiled, on all threads, without
-    the GIL: :func:`webrank.kernels.cpu_build.touch_pages`) while the caller's solve
-    runs; :meth:`receive` copies the vector in, through two page-locked buffers kept for
-    the process (:class:`~webrank.kernels.cuda_staging.Staging`). No CUDA call is made
-    off the caller's thread: page-locking the array there (``cudaHostRegister``) made
-    the copy itself five times faster but held the driver, and the solve's launches
-    waited for it.
+    3.5 ms into one whose pages were already there (docs/benchmarks.md). Two ways:
+
+    * a page-locked array of the process's pool
+      (:data:`~webrank.kernels.cuda_staging.PINNED_RESULTS`), where a vector of this
+      size came down before: the copy runs at the link's speed straight into it;
+    * else a worker thread allocates a NumPy array and touches its pages (compiled, on
+      all threads, without the GIL: :func:`webrank.kernels.cpu_build.touch_pages`)
+      while the caller's solve runs, and :meth:`receive` copies the vector in through
+      two page-locked buffers kept for the process
+      (:class:`~webrank.kernels.cuda_staging.Staging`). No CUDA call is made off the
+      caller's thread: page-locking the array there (``cudaHostRegister``) made the copy
+      itself five times faster but held the driver, and the solve's launches waited.
 
     Parameters
     ----------
     n : int
         Entries of the vector.
     dtype : dtype, default float64
+    pinned : numpy.ndarray, optional
+        A page-locked array of ``n`` entries to land in (no worker then).
     """
 
-    def __init__(self, n: int, dtype: Any = np.float64) -> None:
+    def __init__(self, n: int, dtype: Any = np.float64, pinned: np.ndarray | None = None
+                 ) -> None:
         self.n, self.dtype = int(n), np.dtype(dtype)
-        self._future: Future | None = _landing_worker().submit(self._prepare)
+        self._pinned = pinned
+        self._future: Future | None = (
+            None if pinned is not None else _landing_worker().submit(self._prepare))
+
+    @classmethod
+    def for_vector(cls, n: int, dtype: Any = np.float64) -> HostLanding | None:
+        """A landing for a vector of ``n`` entries: page-locked where the pool has (or may
+        lock) one, else a prepared pageable array from ``LANDING_MIN_BYTES`` on, else
+        ``None`` (a small vector's plain copy costs less than a worker)."""
+        itemsize = np.dtype(dtype).itemsize
+        pinned = PINNED_RESULTS.take(n, dtype) if n * itemsize >= PINNED_MIN_BYTES else None
+        if pinned is not None:
+            return cls(n, dtype, pinned=pinned)
+        if n * itemsize >= LANDING_MIN_BYTES:
+            return cls(n, dtype)
+        return None
 
     def _prepare(self) -> np.ndarray:
         from webrank.kernels.cpu_build import touch_pages
@@ -136,20 +169,26 @@ class HostLanding:
     def fits(self, x: Any) -> bool:
         """Whether ``x`` can land here (a contiguous device vector of n entries of this
         dtype) and the landing is still unused."""
-        return (self._future is not None and getattr(x, "shape", None) == (self.n,)
-                and x.dtype == self.dtype and x.flags.c_contiguous)
+        return ((self._future is not None or self._pinned is not None)
+                and getattr(x, "shape", None) == (self.n,) and x.dtype == self.dtype
+                and x.flags.c_contiguous)
 
     def receive(self, x: Any) -> np.ndarray:
         """``x`` copied into the landing array (waits for the array, then for the copy);
         the array is the caller's from then on."""
         if not self.fits(x):
             raise ValueError("this vector does not fit the landing array")
+        if self._pinned is not None:
+            out, self._pinned = self._pinned, None
+            x.get(out=out)  # one copy at the link's speed
+            return out
         future, self._future = self._future, None
         return download(x, future.result())
 
     def discard(self) -> None:
-        """Give up the landing (its array is freed once made)."""
-        self._future = None
+        """Give up the landing (its array is freed once made, a page-locked one goes
+        back to its pool)."""
+        self._future = self._pinned = None
 
 
 def copy_vector(x: Any) -> Any:

@@ -118,26 +118,6 @@ def _build_on_device(csr: dict[str, Any], vals: Any, plan: BlockPlan, dtype: np.
     return layout, blk_host
 
 
-#: the fixed-point sums' scale for float64 messages, 2**62 / B (B the L1 norm gathered)
-SUM_BITS_MAX = 62
-#: float32 messages: the sums' rounding of a step stays below 2**-FLOAT32_SUM_MARGIN B
-FLOAT32_SUM_MARGIN = 26
-
-
-def sum_bits(entries: int, dtype: Any) -> int:
-    """The fixed-point scale ``2**bits / B`` of the gather's sums over ``entries``
-    messages (see ``kernels/cuda_blocked.py``). Each message rounds by at most
-    ``B 2**-(bits+1)``; for float32 messages ``bits`` is the fewest that keep all of a
-    step's roundings within ``B 2**-FLOAT32_SUM_MARGIN`` (a quarter of float32's rounding
-    of the gathered vector, ``B 2**-24``), so that most messages fit in the sums' low
-    32-bit word and take one shared-memory atomic instead of two; float64 messages take
-    :data:`SUM_BITS_MAX`."""
-    if np.dtype(dtype) != np.float32:
-        return SUM_BITS_MAX
-    ceil_log2 = (max(int(entries), 1) - 1).bit_length()
-    return min(SUM_BITS_MAX, ceil_log2 + FLOAT32_SUM_MARGIN - 1)
-
-
 def part_major_blocks(blk_ptr: Any, num_parts: int, num_chunks: int) -> Any:
     """The block table partition-major, ``(P + 1) x C``: block (c, p) is entries
     ``t[p, c] : t[p + 1, c]`` (row P holds each chunk's end), so that the gather reads
@@ -193,8 +173,7 @@ class BlockedStep:
             P=L.num_parts, C=L.num_chunks, part_order=L.part_order, part_ptr=self.part_ptr,
             part_blocks=self.part_blocks, dst_local=L.dst_local, msg=self.msg, v=v, d=d,
             uniform_v=uniform_v, uniform_d=uniform_d, inv_out=inv_out, alpha=alpha,
-            inv_n=inv_n, x_offset=0, crit=crit, tol_cmp=tol_cmp, chunk=chunk,
-            sum_bits=sum_bits(L.num_entries, self.msg.dtype))
+            inv_n=inv_n, x_offset=0, crit=crit, tol_cmp=tol_cmp, chunk=chunk)
 
     def launch(self, *, xs_in: Any, x_in: Any, acc_prev: Any, acc_out: Any, mode: int,
                x_out: Any, xs_out: Any, step0: int, chunk_len: int, max_steps: int) -> None:
