@@ -1,7 +1,9 @@
 """Where the wall time and the memory of one whole ``webrank rank`` process go: marks at
 the end of the imports, around reading the graph, the solve, writing the scores and at
 exit, each with the process's peak resident size so far; the interpreter's start and
-the teardown after the last mark are what the parent's clock adds around them.
+the teardown after the last mark are what the parent's clock adds around them. The
+process runs as the console script does (the CUDA context started before the command
+line's imports, the exit by ``os._exit`` after a success, marked just before it).
 
     python benchmarks/io/process_timeline.py FILE [--device gpu] [--repeats 3] [-- ARGS...]
 
@@ -35,6 +37,8 @@ def audit(event, args):
         spawned.append(f"{event} {str(args)[:120]}")
 sys.addaudithook(audit)
 def report():
+    if marks and marks[-1][0] == "atexit":
+        return
     mark("atexit")
     sys.stderr.write("TIMELINE " + json.dumps({
         "marks": marks, "spawned": spawned,
@@ -42,6 +46,15 @@ def report():
         "children_peak": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}) + "\n")
     sys.stderr.flush()
 atexit.register(report)
+_os_exit = os._exit
+def leave(code):  # the console script leaves by os._exit after a success
+    report()
+    _os_exit(code)
+os._exit = leave
+import webrank.console as console  # what the console script does first
+if console.may_use_gpu(sys.argv[1:]):
+    from webrank.kernels.cuda_context import start_primary_context
+    start_primary_context()
 import webrank, webrank.cli
 from webrank.result import PageRankResult
 if os.environ.get("TIMELINE_NO_CUPYX_WARMUP"):  # the warm-up without its cupyx import
@@ -70,7 +83,7 @@ wrapped(webrank.cli, "load_graph", "load")
 wrapped(webrank, "pagerank", "pagerank")
 wrapped(PageRankResult, "save", "write")
 sys.argv = ["webrank"] + sys.argv[1:]
-webrank.cli.main()
+webrank.cli.run()
 """
 
 
