@@ -75,3 +75,14 @@ def test_a_block_that_cannot_be_locked_leaves_the_pageable_way():
 
     p = PinnedResults(1 << 20, allocate=refuse)
     assert p.take(100) is None and p.take(100) is None and p.held == 0
+
+
+def test_only_a_device_vector_lands():
+    """A landing takes the solve's answer, a device vector; a host array that a solver
+    brings back on its way (the fixed-point method's out-weights) is not for it."""
+    from webrank.backends.gpu_arrays import HostLanding
+
+    landing = HostLanding(8, pinned=np.empty(8))
+    assert not landing.fits(np.zeros(8))
+    landing.discard()
+    assert not landing.fits(np.zeros(8))

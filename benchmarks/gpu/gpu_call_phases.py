@@ -85,8 +85,11 @@ def _install(timer: PhaseTimer) -> None:
 
     def operator(*args: Any, **kwargs: Any) -> Any:
         op = make_operator(*args, **kwargs)
-        for name in ("full", "prepare_steps", "normalized", "to_host"):
+        for name in ("full", "prepare_steps", "normalized"):
             setattr(op, name, timer.wrap(name, getattr(op, name)))
+        # the copy of the scores (scores_to_host, or to_host in older trees)
+        copy = "scores_to_host" if hasattr(op, "scores_to_host") else "to_host"
+        setattr(op, copy, timer.wrap("to_host", getattr(op, copy)))
         return op
 
     ranking.make_operator = timer.wrap("make_operator", operator)

@@ -284,7 +284,7 @@ def _scores(op: Any, out: Any) -> np.ndarray:
     x = out.x
     if op.on_device and not out.normalized:
         x = op.normalized(x)
-    scores = op.to_host(x).astype(np.float64, copy=False)
+    scores = op.scores_to_host(x).astype(np.float64, copy=False)
     if not op.on_device and not out.normalized:
         total = scores.sum()
         if total > 0:

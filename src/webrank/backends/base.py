@@ -233,6 +233,11 @@ class PageRankOperator(Operator, ABC):
         #: what the backend did (engine, preprocessing), merged into the result's ``info``
         self.info: dict[str, Any] = {}
 
+    def scores_to_host(self, x: Any) -> np.ndarray:
+        """The solve's answer on the host (:meth:`to_host` here; the GPU's lands in host
+        memory made ready while it solved)."""
+        return self.to_host(x)
+
     def solving(self) -> contextlib.AbstractContextManager:
         """The context a solve runs in (:func:`webrank.pagerank` enters it around the
         solver): what the backend needs set while solvers drive it; nothing here."""

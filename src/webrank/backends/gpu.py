@@ -143,20 +143,25 @@ class OnGPU:
     _landing: gpu_arrays.HostLanding | None = None
 
     def to_host(self, a: Any) -> np.ndarray:
-        """Copy a device array to a NumPy array (waits for the work that writes it); an
-        n-vector of float64 lands in the host memory made ready during the solve, if any
-        (:meth:`solving`)."""
-        landing = self._landing
-        if landing is not None and landing.fits(a):
-            self._landing = None
-            return landing.receive(a)
+        """Copy a device array to a NumPy array (waits for the work that writes it)."""
         return self.xp.asnumpy(a)
+
+    def scores_to_host(self, x: Any) -> np.ndarray:
+        """The solve's answer copied to the host: into the host memory made ready during
+        the solve (:meth:`solving`) where it fits, else as :meth:`to_host`. Only the
+        answer lands there: vectors a solver brings to the host on its way do not."""
+        landing = self._landing
+        if landing is not None and landing.fits(x):
+            self._landing = None
+            return landing.receive(x)
+        return self.to_host(x)
 
     def solving(self) -> contextlib.AbstractContextManager:
         """Host memory for the solve's n-vector of scores, made ready before the copy
         (:meth:`gpu_arrays.HostLanding.for_vector`): a page-locked array kept from an
         earlier call of this size, or one a worker thread allocates and faults in while
-        the solve runs, so that :meth:`to_host` does not fault pages in behind the copy."""
+        the solve runs, so that :meth:`scores_to_host` does not fault pages in behind the
+        copy."""
         return self._landing_during_solve()
 
     @contextlib.contextmanager

@@ -170,6 +170,7 @@ class HostLanding:
         """Whether ``x`` can land here (a contiguous device vector of n entries of this
         dtype) and the landing is still unused."""
         return ((self._future is not None or self._pinned is not None)
+                and type(x).__module__.startswith("cupy")
                 and getattr(x, "shape", None) == (self.n,) and x.dtype == self.dtype
                 and x.flags.c_contiguous)
 
