@@ -9,6 +9,7 @@ import gc
 from typing import ClassVar
 
 import numpy as np
+import pytest
 
 from webrank.kernels.cuda_staging import PinnedResults
 
@@ -86,3 +87,19 @@ def test_only_a_device_vector_lands():
     assert not landing.fits(np.zeros(8))
     landing.discard()
     assert not landing.fits(np.zeros(8))
+
+
+def test_the_limit_from_the_environment(monkeypatch):
+    from webrank.kernels import cuda_staging
+
+    monkeypatch.setenv("WEBRANK_PINNED_RESULTS", "0")
+    off = PinnedResults(allocate=FakeBlock)
+    assert off.limit == 0 and off.take(1000) is None and off.take(1000) is None
+    monkeypatch.setenv("WEBRANK_PINNED_RESULTS", "4e6")
+    assert PinnedResults().limit == 4_000_000
+    monkeypatch.delenv("WEBRANK_PINNED_RESULTS")
+    assert 0 < PinnedResults().limit <= 1 << 30
+    monkeypatch.setenv("WEBRANK_PINNED_RESULTS", "lots")
+    with pytest.raises(ValueError, match="WEBRANK_PINNED_RESULTS='lots'"):
+        PinnedResults().limit  # noqa: B018
+    assert cuda_staging.PINNED_RESULTS_ENV == "WEBRANK_PINNED_RESULTS"

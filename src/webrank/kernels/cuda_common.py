@@ -49,16 +49,14 @@ __device__ __forceinline__ void wr_atomic_max_nonneg(double* addr, double v) {
     atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
 }
 
-// A plain load (COH) or one through the read-only path. Data that other blocks of the
-// same launch wrote (the persistent kernel's vectors and split-row sums) must not come
-// through the read-only (texture) path, which is not kept coherent within a launch; a
-// plain load after a grid-wide barrier sees them (the barrier's fence orders them, and
-// the L1 lines it may hit are invalidated by it), and keeps the L1 hits that a load
-// through L2 only (__ldcg) gave up: on a crawl-ordered graph the rows of one block
-// gather from nearby ids (cnr-2000: 0.030 -> see docs/benchmarks.md ms a step).
+// A load through L2 only (COH) or the read-only path: data that other blocks of the same
+// launch wrote (the persistent kernel's vectors and split-row sums) must not come from a
+// stale L1 or texture line. (Plain loads, which may hit L1 after the grid barrier's
+// fence, were measured no faster: cnr-2000's persistent solve 3.97 against 4.03 ms on an
+// H100, the kernel of two barriers a step.)
 template <bool COH, typename T>
 __device__ __forceinline__ T wr_ld(const T* p) {
-    if (COH) return *p;
+    if (COH) return __ldcg(p);
     return __ldg(p);
 }
 

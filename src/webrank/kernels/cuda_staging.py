@@ -197,9 +197,20 @@ class Staging:
         copy_bytes(out[offset:offset + size], self.slices[b][:size], threads)
 
 
+#: the environment variable that sets :class:`PinnedResults`' limit in bytes (0: off)
+PINNED_RESULTS_ENV = "WEBRANK_PINNED_RESULTS"
+
+
 def _pinned_result_limit() -> int:
-    """Page-locked bytes result arrays may keep: 1 GiB, at most an eighth of the host's
-    memory."""
+    """Page-locked bytes result arrays may keep: ``$WEBRANK_PINNED_RESULTS`` where set (0
+    turns the pool off), else 1 GiB, at most an eighth of the host's memory."""
+    text = os.environ.get(PINNED_RESULTS_ENV, "").strip()
+    if text:
+        try:
+            return max(0, int(float(text)))
+        except ValueError:
+            raise ValueError(f"{PINNED_RESULTS_ENV}={text!r}: a number of bytes is needed "
+                             "(0 turns page-locked results off)") from None
     try:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -240,13 +251,13 @@ class PinnedResults:
     pageable memory; from the second on, :meth:`take` gives an array from a block kept
     here, or locks a new one on the caller's thread before its solve starts. A block
     comes back when the last array made from it goes. At most ``limit`` bytes stay
-    locked, in use or free (default 1 GiB, at most an eighth of the host's memory);
-    past that, vectors come down the pageable way. :meth:`release` unlocks the free
-    blocks.
+    locked, in use or free (default 1 GiB, at most an eighth of the host's memory;
+    ``WEBRANK_PINNED_RESULTS`` sets it in bytes, 0 turns the pool off); past that,
+    vectors come down the pageable way. :meth:`release` unlocks the free blocks.
     """
 
     def __init__(self, limit: int | None = None, allocate: Any = None) -> None:
-        self.limit = _pinned_result_limit() if limit is None else int(limit)
+        self._limit = None if limit is None else int(limit)
         #: ``allocate(nbytes)``: a block with a ``ptr`` (default ``cupy.cuda.PinnedMemory``)
         self.allocate = allocate
         self._lock = threading.Lock()
@@ -254,6 +265,14 @@ class PinnedResults:
         self._seen: set[int] = set()
         #: bytes locked by this pool, in use or free
         self.held = 0
+
+    @property
+    def limit(self) -> int:
+        """Bytes this pool may keep locked (read from the environment on first use when
+        not given)."""
+        if self._limit is None:
+            self._limit = _pinned_result_limit()
+        return self._limit
 
     def take(self, n: int, dtype: Any = np.float64) -> np.ndarray | None:
         """An array of ``n`` entries in a page-locked block (its contents undefined), or
