@@ -18,7 +18,7 @@ take the most time of their own.
 
 Prints the phases and writes JSON to ``--out``; ``bash benchmarks/gpu_host/run.sh
 call_phases`` runs two trees alternated (published:
-``benchmarks/results/gpu/h100/whole_call/call_phases_{old,new}{1,2}.*``).
+``benchmarks/results/gpu/h100/whole_call/call_phases_*``).
 """
 
 from __future__ import annotations
