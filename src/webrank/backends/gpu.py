@@ -40,8 +40,8 @@ REORDER_MIN_EDGES = 2**23
 def heavy_segments(indptr: Any, threshold: int,
                    head: int | None = None) -> dict[str, Any]:
     """Rows with more than ``threshold`` in-links, cut into HEAVY_SEGMENT-edge pieces
-    (``seg_row``/``begin``/``end``, host arrays, and ``seg_count``: the pieces of the
-    piece's row), their count, and the mean in-degree of the others.
+    (``seg_row``/``begin``/``end``, host arrays), their count, and the mean in-degree of
+    the others.
 
     ``head`` (the hybrid method) keeps only the first ``head`` in-links of each such row
     on the GPU; the caller adds the rest of the row's sum itself. ``indptr`` on the host
@@ -79,8 +79,8 @@ def cut_heavy_rows(rows: np.ndarray, row_begin: np.ndarray, row_deg: np.ndarray,
     # the mean of the light rows' in-degrees, as NumPy's mean gives it
     light_mean = float(np.float64(light_links) / light_rows) if light_rows else 1.0
     return {"seg_row": rows[slot], "begin": begin.astype(ptr_dtype),
-            "end": end.astype(ptr_dtype), "seg_count": nseg[slot].astype(np.int32),
-            "n_heavy": int(rows.size), "light_mean": light_mean}
+            "end": end.astype(ptr_dtype), "n_heavy": int(rows.size),
+            "light_mean": light_mean}
 
 
 def edge_values(graph: Graph, dtype: Any) -> Any:
@@ -688,9 +688,8 @@ class PullGPUOperator(GPUOperator):
 class PersistentGPUOperator(GPUOperator):
     """The ``"persistent"`` engine: every power step of a solve in one cooperative launch.
 
-    The pull engine's step (the split rows' segments, which finish their rows, and the
-    other rows in one phase), one grid-wide barrier a step, with the residual test on the
-    device
+    The pull engine's step (the split rows' segments, then the rows), separated by
+    grid-wide barriers, with the residual test on the device
     (:mod:`webrank.kernels.cuda`'s ``wr_pull_solve``): one launch and one synchronisation
     per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
     tens of microseconds. Takes the pull engine's options, and
@@ -716,8 +715,6 @@ class PersistentGPUOperator(GPUOperator):
         # fewer blocks than fit: a grid-wide barrier costs about one atomic per block
         self._solve_grid = int(max(1, min(per_sm, PERSISTENT_BLOCKS_PER_SM)) * self._sms)
         self.info["persistent_grid"] = self._solve_grid
-        # segments counted per split row in a step (the last one finishes the row)
-        self._heavy_seen = cp.zeros(self.n if pull.n_heavy else 1, dtype=np.uint32)
 
     def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
                     callback: Any = None) -> StepsResult:
@@ -737,7 +734,6 @@ class PersistentGPUOperator(GPUOperator):
             hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
             self._start_history(xa, hist[0])
             pull.heavy_sum.fill(0)
-            self._heavy_seen.fill(0)
             first, stop = 1, None
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
@@ -747,8 +743,7 @@ class PersistentGPUOperator(GPUOperator):
                     d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
                     inv_out=self._inv_out, alpha=self.alpha, nseg=pull.nseg,
                     seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
-                    seg_count=h["seg_count"], heavy_threshold=pull.threshold,
-                    heavy_sum=pull.heavy_sum, heavy_seen=self._heavy_seen,
+                    heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
                     permuted=pull.reorder is not None, xs_pos=pull.xs_pos, hist=hist,
                     s_first=first, s_last=last, delta=self.delta_steps, crit=test.code,
                     tol_cmp=test.tol_cmp))

@@ -4,8 +4,7 @@
 ``wr_fused_step`` does one whole PageRank iteration in one launch (Praveen et al.'s
 cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused); ``wr_pull_solve`` runs every
 step of a solve in one cooperative launch (the ``persistent`` engine), the same row pass
-with one grid-wide barrier a step (the split rows finished by the warp of their last
-segment, ``wr_heavy_finish``, in the same phase as the other rows):
+between grid-wide barriers:
 
 * a group of ``GROUP`` lanes (1..32, a power of two chosen from the average in-degree)
   gathers one row of the pattern-only in-link CSR: ``xs`` already holds
@@ -68,7 +67,7 @@ __device__ __forceinline__ double wr_gather(
 // into segments of a few hundred edges, one warp each, summed with atomics into
 // heavy_sum[row]; the row pass then reads (and clears) that sum instead of walking the
 // row with a few lanes while the rest of the grid waits for it.
-template <typename IP, typename IX, typename T, bool WEIGHTED>
+template <typename IP, typename IX, typename T, bool WEIGHTED, bool COH>
 __device__ __forceinline__ void wr_heavy_segments(
     const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
     const IP* __restrict__ seg_end, const IX* __restrict__ indices,
@@ -78,32 +77,27 @@ __device__ __forceinline__ void wr_heavy_segments(
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     for (i64 s = warp; s < nseg; s += nwarps) {
-        double acc = wr_gather<IP, IX, T, WEIGHTED, 32>(seg_begin[s] + lane, seg_end[s],
-                                                         indices, vals, xs);
+        double acc = wr_gather<IP, IX, T, WEIGHTED, 32, COH>(seg_begin[s] + lane, seg_end[s],
+                                                              indices, vals, xs);
         for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
         if (lane == 0) atomicAdd(&heavy_sum[seg_row[s]], acc);
     }
 }
 
-// The row pass of a power step: a group of GROUP lanes gathers a row (split rows read
-// their sum from heavy_sum and clear it), then wr_finish_row. `n` rows; inv_n is
-// 1 / (nodes of the graph): the uniform teleport value, also when the rows are one part
-// of a partitioned graph.
-// SPLIT_DONE (the persistent kernel): the split rows were finished by their segments'
-// warps (wr_heavy_finish), so the pass skips them. The row's terms are added to res,
-// dmass, tmass, amass.
-template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP, bool COH,
-          bool SPLIT_DONE>
-__device__ __forceinline__ void wr_pull_row_pass(
+// One power step over every row: a group of GROUP lanes gathers a row (split rows read
+// their sum from heavy_sum and clear it), then wr_finish_row; the block's partial
+// reductions are added to acc_out. `n` rows; inv_n is 1 / (nodes of the graph): the
+// uniform teleport value, also when the rows are one part of a partitioned graph.
+template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP, bool COH>
+__device__ __forceinline__ void wr_pull_rows(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
     const T* __restrict__ vals, const T* xs, const double* x,
     const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
     const int uniform_d, const double* __restrict__ inv_out, const double alpha,
-    const double inv_n, const double dm, const double mass, const int crit,
+    const double inv_n, const double dm, const double mass, double* acc_out, const int crit,
     const int mode, double* __restrict__ x_out, T* __restrict__ xs_out,
     const i64 heavy_threshold, double* heavy_sum, const int permuted,
-    const IX* __restrict__ xs_pos, double& res, double& dmass, double& tmass,
-    double& amass)
+    const IX* __restrict__ xs_pos)
 {
     const int lane = threadIdx.x % GROUP;
     // rows are dealt out a warp at a time so that every lane of a warp runs the same
@@ -112,16 +106,15 @@ __device__ __forceinline__ void wr_pull_row_pass(
     const i64 warp_id = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     const int sub = (threadIdx.x % 32) / GROUP;
+    double res = 0.0, dmass = 0.0, tmass = 0.0, amass = 0.0;
     for (i64 r0 = warp_id * RPW; r0 < n; r0 += nwarps * RPW) {
         const i64 row = r0 + sub;
-        bool valid = row < n;
+        const bool valid = row < n;
         double acc = 0.0;
         if (valid) {
             const IP beg = indptr[row], end = indptr[row + 1];
             if ((i64)(end - beg) > heavy_threshold) {
-                if (SPLIT_DONE) {
-                    valid = false;     // finished by wr_heavy_finish
-                } else if (lane == 0) {       // summed by wr_heavy_segments
+                if (lane == 0) {       // summed by wr_heavy_segments
                     acc = wr_ld<COH>(heavy_sum + row);
                     heavy_sum[row] = 0.0;   // ready for the next step
                 }
@@ -142,72 +135,7 @@ __device__ __forceinline__ void wr_pull_row_pass(
                              xs_out, inv_out, crit, res, dmass, tmass, amass);
         }
     }
-}
-
-// One power step over every row (the split rows read their sums from heavy_sum), its
-// block's partial reductions added to acc_out.
-template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
-__device__ __forceinline__ void wr_pull_rows(
-    const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
-    const T* __restrict__ vals, const T* xs, const double* x,
-    const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
-    const int uniform_d, const double* __restrict__ inv_out, const double alpha,
-    const double inv_n, const double dm, const double mass, double* acc_out, const int crit,
-    const int mode, double* __restrict__ x_out, T* __restrict__ xs_out,
-    const i64 heavy_threshold, double* heavy_sum, const int permuted,
-    const IX* __restrict__ xs_pos)
-{
-    double res = 0.0, dmass = 0.0, tmass = 0.0, amass = 0.0;
-    wr_pull_row_pass<IP, IX, T, WEIGHTED, GROUP, false, false>(
-        n, indptr, indices, vals, xs, x, v, d, uniform_v, uniform_d, inv_out, alpha, inv_n,
-        dm, mass, crit, mode, x_out, xs_out, heavy_threshold, heavy_sum, permuted, xs_pos,
-        res, dmass, tmass, amass);
     wr_block_accumulate(res, dmass, tmass, amass, crit, acc_out);
-}
-
-// The split rows of one step of the persistent kernel, finished without a grid-wide
-// barrier of their own: each segment's warp adds its sum to heavy_sum[row] and counts
-// itself in heavy_seen[row]; the warp that counts the row's last segment (seg_count
-// segments) takes the row's whole sum (the others' adds come before their counts, a
-// fence between) and finishes the row into its lane 0's res, dmass, tmass, amass. The
-// light rows then run in the same phase: one barrier a step instead of two.
-template <typename IP, typename IX, typename T, bool WEIGHTED>
-__device__ __forceinline__ void wr_heavy_finish(
-    const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
-    const IP* __restrict__ seg_end, const int* __restrict__ seg_count,
-    const IX* __restrict__ indices, const T* __restrict__ vals, const T* xs,
-    double* heavy_sum, unsigned* heavy_seen, const double* x,
-    const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
-    const int uniform_d, const double* __restrict__ inv_out, const double alpha,
-    const double inv_n, const double dm, const double mass, const int crit, const int mode,
-    double* __restrict__ x_out, T* __restrict__ xs_out, const int permuted,
-    const IX* __restrict__ xs_pos, double& res, double& dmass, double& tmass,
-    double& amass)
-{
-    const int lane = threadIdx.x % 32;
-    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
-    for (i64 s = warp; s < nseg; s += nwarps) {
-        double acc = wr_gather<IP, IX, T, WEIGHTED, 32, true>(seg_begin[s] + lane, seg_end[s],
-                                                              indices, vals, xs);
-        for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
-        if (lane == 0) {
-            const i64 row = seg_row[s];
-            atomicAdd(&heavy_sum[row], acc);
-            __threadfence();
-            if (atomicAdd(&heavy_seen[row], 1u) + 1u == (unsigned)seg_count[s]) {
-                __threadfence();
-                const double sum = __longlong_as_double((long long)atomicExch(
-                    reinterpret_cast<unsigned long long*>(heavy_sum + row), 0ull));
-                heavy_seen[row] = 0u;   // ready for the next step (after its barrier)
-                wr_finish_row<T>(row, permuted ? (i64)xs_pos[row] : row, sum,
-                                 wr_ld<true>(x + row), alpha, dm, mass,
-                                 uniform_v ? inv_n : v[row], uniform_d ? inv_n : d[row],
-                                 mode, x_out, xs_out, inv_out, crit, res, dmass, tmass,
-                                 amass);
-            }
-        }
-    }
 }
 
 template <typename IP, typename IX, typename T, bool WEIGHTED>
@@ -220,8 +148,8 @@ __global__ void wr_heavy_rows(
     const i64 max_steps)
 {
     if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
-    wr_heavy_segments<IP, IX, T, WEIGHTED>(nseg, seg_row, seg_begin, seg_end, indices,
-                                           vals, xs, heavy_sum);
+    wr_heavy_segments<IP, IX, T, WEIGHTED, false>(nseg, seg_row, seg_begin, seg_end,
+                                                  indices, vals, xs, heavy_sum);
 }
 
 template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
@@ -239,18 +167,18 @@ __global__ void wr_fused_step(
     const int permuted, const IX* __restrict__ xs_pos)
 {
     if (wr_skip_step(acc_prev, tol_cmp, chunk, step0, chunk_len, max_steps)) return;
-    wr_pull_rows<IP, IX, T, WEIGHTED, GROUP>(
+    wr_pull_rows<IP, IX, T, WEIGHTED, GROUP, false>(
         n, indptr, indices, vals, xs, x, v, d, uniform_v, uniform_d, inv_out, alpha, inv_n,
         acc_prev[1], acc_prev[2], acc_out, crit, mode, x_out, xs_out, heavy_threshold,
         heavy_sum, permuted, xs_pos);
 }
 
 // Whole solves in one cooperative launch: steps s_first..s_last (or until a step's
-// residual is below tol_cmp), each one phase (the split rows' segments, which finish
-// their rows, then the other rows) and a grid-wide barrier; the residual test reads the
-// step's reduced row of `hist` after the barrier, so every block stops at the same step.
-// Step s reads (x, xs)[(s - 1) % 2] and writes (x, xs)[s % 2]; step 1 is plain
-// (FIRST_DELTA when delta), later steps delta or plain.
+// residual is below tol_cmp), the split rows' segments, then the rows, with a grid-wide
+// barrier after each phase; the residual test reads the step's reduced row of `hist`
+// after the barrier, so every block stops at the same step. Step s reads
+// (x, xs)[(s - 1) % 2] and writes (x, xs)[s % 2]; step 1 is plain (FIRST_DELTA when
+// delta), later steps delta or plain.
 template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
 __global__ void __launch_bounds__(256) wr_pull_solve(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
@@ -258,35 +186,28 @@ __global__ void __launch_bounds__(256) wr_pull_solve(
     const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
     const int uniform_d, const double* __restrict__ inv_out, const double alpha,
     const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
-    const IP* __restrict__ seg_end, const int* __restrict__ seg_count,
-    const i64 heavy_threshold, double* heavy_sum, unsigned* heavy_seen,
+    const IP* __restrict__ seg_end, const i64 heavy_threshold, double* heavy_sum,
     const int permuted, const IX* __restrict__ xs_pos, double* hist, const i64 s_first,
     const i64 s_last, const int delta, const int crit, const double tol_cmp)
 {
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-    const double inv_n = 1.0 / (double)n;
     for (i64 s = s_first; s <= s_last; ++s) {
         const double* prev = hist + WR_ACC * (s - 1);
         if (__ldcg(prev) < tol_cmp) break;   // the same value in every block
         const int in = (int)((s - 1) & 1);
         const T* xs_in = in ? xs_b : xs_a;
-        const double* x_in = in ? x_b : x_a;
-        double* x_out = in ? x_a : x_b;
-        T* xs_out = in ? xs_a : xs_b;
-        const double dm = __ldcg(prev + 1), mass = __ldcg(prev + 2);
+        if (nseg) {
+            wr_heavy_segments<IP, IX, T, WEIGHTED, true>(nseg, seg_row, seg_begin, seg_end,
+                                                         indices, vals, xs_in, heavy_sum);
+            grid.sync();
+        }
         const int mode = delta ? (s == 1 ? WR_FIRST_DELTA : WR_DELTA) : WR_PLAIN;
-        double res = 0.0, dmass = 0.0, tmass = 0.0, amass = 0.0;
-        if (nseg)
-            wr_heavy_finish<IP, IX, T, WEIGHTED>(
-                nseg, seg_row, seg_begin, seg_end, seg_count, indices, vals, xs_in,
-                heavy_sum, heavy_seen, x_in, v, d, uniform_v, uniform_d, inv_out, alpha,
-                inv_n, dm, mass, crit, mode, x_out, xs_out, permuted, xs_pos, res, dmass,
-                tmass, amass);
-        wr_pull_row_pass<IP, IX, T, WEIGHTED, GROUP, true, true>(
-            n, indptr, indices, vals, xs_in, x_in, v, d, uniform_v, uniform_d, inv_out,
-            alpha, inv_n, dm, mass, crit, mode, x_out, xs_out, heavy_threshold, heavy_sum,
-            permuted, xs_pos, res, dmass, tmass, amass);
-        wr_block_accumulate(res, dmass, tmass, amass, crit, hist + WR_ACC * s);
+        wr_pull_rows<IP, IX, T, WEIGHTED, GROUP, true>(
+            n, indptr, indices, vals, xs_in, in ? x_b : x_a, v, d, uniform_v, uniform_d,
+            inv_out, alpha, 1.0 / (double)n, __ldcg(prev + 1), __ldcg(prev + 2),
+            hist + WR_ACC * s, crit,
+            mode, in ? x_a : x_b, in ? xs_a : xs_b, heavy_threshold, heavy_sum, permuted,
+            xs_pos);
         grid.sync();
     }
 }

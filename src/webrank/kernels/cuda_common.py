@@ -53,7 +53,7 @@ __device__ __forceinline__ void wr_atomic_max_nonneg(double* addr, double v) {
 // launch wrote (the persistent kernel's vectors and split-row sums) must not come from a
 // stale L1 or texture line. (Plain loads, which may hit L1 after the grid barrier's
 // fence, were measured no faster: cnr-2000's persistent solve 3.97 against 4.03 ms on an
-// H100, the kernel of two barriers a step.)
+// H100.)
 template <bool COH, typename T>
 __device__ __forceinline__ T wr_ld(const T* p) {
     if (COH) return __ldcg(p);
