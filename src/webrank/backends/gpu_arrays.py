@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from webrank.arrays import array_module
 from webrank.kernels import cuda_arrays as ka
 from webrank.kernels import cuda_vectors as kv
 from webrank.kernels.cuda_common import launch_strided
@@ -170,7 +171,7 @@ class HostLanding:
         """Whether ``x`` can land here (a contiguous device vector of n entries of this
         dtype) and the landing is still unused."""
         return ((self._future is not None or self._pinned is not None)
-                and type(x).__module__.startswith("cupy")
+                and array_module(x) is not np
                 and getattr(x, "shape", None) == (self.n,) and x.dtype == self.dtype
                 and x.flags.c_contiguous)
 

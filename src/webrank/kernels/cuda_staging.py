@@ -281,19 +281,20 @@ class PinnedResults:
         nbytes = int(n) * dtype.itemsize
         if nbytes <= 0:
             return None
+        unlocked: list[Any] = []  # free blocks of other sizes, unlocked to make room
         with self._lock:
             free = self._free.get(nbytes)
             mem = free.pop() if free else None
-            if mem is None and nbytes not in self._seen:
-                self._seen.add(nbytes)
-                return None
-        if mem is None and self.held + nbytes > self.limit:
-            self.release()  # blocks of other sizes, free: room for this one
-        with self._lock:
             if mem is None:
+                if nbytes not in self._seen:
+                    self._seen.add(nbytes)
+                    return None
+                if self.held + nbytes > self.limit:
+                    unlocked = self._take_free()
                 if self.held + nbytes > self.limit:
                     return None
                 self.held += nbytes
+        del unlocked  # cudaFreeHost as the last references go, outside the lock
         if mem is None:
             try:
                 mem = (self.allocate or _lock_host_memory)(nbytes)
@@ -311,12 +312,18 @@ class PinnedResults:
     def release(self) -> int:
         """Unlock the blocks no array uses; returns the bytes freed."""
         with self._lock:
-            blocks = [(mem, size) for size, free in self._free.items() for mem in free]
-            self._free.clear()
-            freed = sum(size for _, size in blocks)
-            self.held -= freed
-        del blocks  # cudaFreeHost as the last references go
+            blocks = self._take_free()
+        freed = sum(size for _, size in blocks)
+        del blocks  # cudaFreeHost as the last references go, outside the lock
         return freed
+
+    def _take_free(self) -> list[tuple[Any, int]]:
+        """The free blocks, ``(block, bytes)``, taken out of the pool and its count (the
+        caller holds the lock, and drops them after letting it go)."""
+        blocks = [(mem, size) for size, free in self._free.items() for mem in free]
+        self._free.clear()
+        self.held -= sum(size for _, size in blocks)
+        return blocks
 
 
 #: the process's pool of page-locked result arrays (see :class:`PinnedResults`)
