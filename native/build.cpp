@@ -4,6 +4,8 @@
 // webrank.kernels.cpu_build (the steps and the arrays' contracts are in its docstrings).
 #include "common.hpp"
 
+#include <nanobind/stl/vector.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -572,6 +574,46 @@ void copy_bytes(const Out& dst, const In& src, int threads, bool streaming) {
     }
 }
 
+// Arrays laid end to end into dst on all threads, without the GIL: a parallel reader's
+// chunks (a few hundred KiB each) packed into a page-locked staging slice. The work is cut
+// into blocks across all pieces, so many small pieces keep every thread busy as one large
+// one does (copy_bytes on each piece in turn used two threads of sixteen).
+void copy_pieces(const Out& dst, const std::vector<In>& pieces, int threads, bool streaming) {
+    checked_size(dst, "dst");
+    struct Block {
+        const unsigned char* s;
+        unsigned char* d;
+        int64_t size;
+    };
+    const int64_t block = int64_t(1) << 18;
+    auto* d = static_cast<unsigned char*>(dst.data());
+    std::vector<Block> blocks;
+    int64_t at = 0;
+    for (const auto& piece : pieces) {
+        checked_size(piece, "pieces");
+        const auto* s = static_cast<const unsigned char*>(piece.data());
+        const int64_t bytes = static_cast<int64_t>(piece.nbytes());
+        if (at + bytes > static_cast<int64_t>(dst.nbytes()))
+            bad_array("dst", "must have as many bytes as the pieces together");
+        for (int64_t off = 0; off < bytes; off += block)
+            blocks.push_back({s + off, d + at + off, std::min(block, bytes - off)});
+        at += bytes;
+    }
+    if (at != static_cast<int64_t>(dst.nbytes()))
+        bad_array("dst", "must have as many bytes as the pieces together");
+    const int nt = threads_or_default(threads);
+    const auto count = static_cast<int64_t>(blocks.size());
+    nb::gil_scoped_release unlocked;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t k = 0; k < count; ++k) {
+        const Block& b = blocks[static_cast<size_t>(k)];
+        if (streaming)
+            copy_streaming(b.d, b.s, b.size);
+        else
+            std::memcpy(b.d, b.s, static_cast<size_t>(b.size));
+    }
+}
+
 }  // namespace
 
 void register_build(nb::module_& m) {
@@ -594,6 +636,8 @@ void register_build(nb::module_& m) {
           "out_cols"_a);
     m.def("touch_pages", &touch_pages, "a"_a, "threads"_a = 0);
     m.def("copy_bytes", &copy_bytes, "dst"_a, "src"_a, "threads"_a = 0, "streaming"_a = true);
+    m.def("copy_pieces", &copy_pieces, "dst"_a, "pieces"_a, "threads"_a = 0,
+          "streaming"_a = true);
 }
 
 }  // namespace webrank

@@ -427,6 +427,30 @@ def test_copy_bytes_copies_every_byte_and_refuses_mismatches(nbytes):
         copy_bytes(big[::2], big[:32])
 
 
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 3 << 18), max_size=12), shift=st.integers(0, 15),
+       streaming=st.booleans())
+def test_copy_pieces_lays_pieces_end_to_end(sizes, shift, streaming):
+    """Pieces of any size (empty, below a 256 KiB block, across several) packed end to end
+    into one buffer, on or off the 16-byte grid; a size mismatch is refused."""
+    from webrank.kernels.cpu_build import copy_pieces
+
+    rng = np.random.default_rng(len(sizes))
+    data = rng.integers(0, 256, sum(sizes) + 16 * len(sizes), dtype=np.uint8)
+    pieces, at = [], 0
+    for k in sizes:  # views of one buffer, as a parallel reader's chunks are
+        pieces.append(data[at:at + k])
+        at += k + 16
+    want = np.concatenate(pieces) if pieces else data[:0]
+    dst = np.zeros(want.size + shift, dtype=np.uint8)[shift:]
+    assert copy_pieces(dst, pieces, streaming=streaming) is dst
+    np.testing.assert_array_equal(dst, want)
+    for wrong in (np.zeros(want.size + 1, np.uint8), np.zeros(max(want.size - 1, 0), np.uint8)):
+        if wrong.size != want.size:
+            with pytest.raises(TypeError, match="as many bytes"):
+                copy_pieces(wrong, pieces)
+
+
 def test_staging_held_is_given_back_and_one_holder_at_a_time(monkeypatch):
     """The staging buffers' ``with`` form (no GPU needed: a stand-in Staging): a second
     holder gets None while the first holds them; they are free again after the block,

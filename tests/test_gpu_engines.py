@@ -115,11 +115,16 @@ def test_persistent_steps_see_every_write_of_the_step_before(rng, dtype):
     grid-wide barrier: a line left from an earlier step would make its iterate differ
     from the pull engine's, whose launches run the same row pass. Same steps, residuals
     and scores to rounding (the sums' atomics add in another order), with and without
-    split rows (whose sums other blocks add)."""
+    split rows (whose sums other blocks add); by default the persistent engine splits
+    rows from PERSISTENT_HEAVY_THRESHOLD in-links on."""
+    from webrank.backends.gpu import PERSISTENT_HEAVY_THRESHOLD
+
     graphs = [webrank.load(dataset("cnr-2000")), random_graph(rng, 30000, 400000)]
     close = 1e-13 if dtype == "float64" else 1e-8
     for g in graphs:
-        for opts in ({}, {"heavy_threshold": 8}):
+        default = webrank.pagerank(g, engine="persistent", device="gpu", dtype=dtype)
+        assert default.info["heavy_threshold"] == PERSISTENT_HEAVY_THRESHOLD
+        for opts in ({"heavy_threshold": 64}, {"heavy_threshold": 8}):
             kw = dict(device="gpu", dtype=dtype, tol=1e-12, engine_options=opts)
             a = webrank.pagerank(g, engine="persistent", **kw)
             b = webrank.pagerank(g, engine="pull", **kw)

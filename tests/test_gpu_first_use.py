@@ -276,6 +276,80 @@ def test_the_kernel_build_on_the_device_is_the_host_graph(duplicates, node_ids):
         _same_arrays(host, want)
 
 
+def _chunked_with_gaps(c, pieces, rng):
+    """``c`` as a parallel parse leaves it: ``pieces`` chunks in one array, unused slots
+    (holding garbage) between them."""
+    cuts = np.unique(np.concatenate([[0, c.size], rng.integers(0, c.size, pieces - 1)]))
+    gaps = rng.integers(0, 5, cuts.size - 1)
+    starts = cuts[:-1] + np.cumsum(gaps)
+    data = np.full(c.size + int(gaps.sum()), 2**31 - 1, c.dtype)
+    for a, b, s in zip(cuts[:-1], cuts[1:], starts, strict=True):
+        data[s:s + b - a] = c[a:b]
+    return data, starts, np.diff(cuts)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("duplicates", ["collapse", "sum"])
+@pytest.mark.parametrize("node_ids", ["appear", "range", "labels"])
+def test_a_parallel_parses_chunks_are_built_on_the_device(rng, duplicates, node_ids):
+    """The int32 chunks of a plain file go up as they are (through the staging buffers
+    from 16 MiB on) and the card's build makes the host's graph; ids spread far beyond
+    the links, and an id past num_nodes, behave as on the host."""
+    cp = pytest.importorskip("cupy")
+    from webrank.build_gpu import edge_csr_on_device
+
+    cases = [(m, src, dst) for m, src, dst in _kernel_build_cases()]
+    big = 5_000_000  # 40 MB of int32 ids a column: the page-locked path
+    cases.append((big, rng.integers(0, 900_000, big), rng.integers(0, 1_000_000, big)))
+    cases.append((500, rng.integers(0, 10, 500) * 10**5, rng.integers(0, 10, 500)))  # sparse
+    for m, src, dst in cases:
+        src, dst = src.astype(np.int32), dst.astype(np.int32)
+        hi = int(max(src.max(), dst.max()))
+        num = hi + 4097 if node_ids == "range" else None
+        labels = np.arange(hi + 3).astype(str) if node_ids == "labels" else None
+        how = {"num_nodes": num, "labels": labels,
+               "node_ids": "range" if node_ids == "range" else "appear"}
+        want = Graph.from_edges(src, dst, duplicates=duplicates, **how)
+        data, starts, counts = _chunked_with_gaps(src, 1 + m // 40_000, rng)
+        dst_data = np.full(data.size, 2**31 - 1, np.int32)
+        for a, s, c in zip(np.cumsum(counts) - counts, starts, counts, strict=True):
+            dst_data[s:s + c] = dst[a:a + c]
+        bounds = (int(min(src.min(), dst.min())), hi)
+        got = edge_csr_on_device(Chunked(data, starts, counts, bounds),
+                                 Chunked(dst_data, starts, counts, bounds), None,
+                                 duplicates=duplicates, name=None, **how)
+        assert isinstance(got["indices"], cp.ndarray)
+        _same_arrays({k: v.get() if isinstance(v, cp.ndarray) else v for k, v in got.items()},
+                     want)
+    if node_ids == "range":
+        with pytest.raises(webrank.GraphFormatError, match="out of range"):
+            edge_csr_on_device(Chunked(data, starts, counts, bounds),
+                               Chunked(dst_data, starts, counts, bounds), None,
+                               num_nodes=hi, node_ids="range", labels=None,
+                               duplicates=duplicates, name="g")
+
+
+@pytest.mark.gpu
+def test_parts_go_up_end_to_end_through_the_staging_buffers(rng):
+    """Parts cut anywhere against the slices (here 4 KiB) land end to end."""
+    cp = pytest.importorskip("cupy")
+    from webrank.kernels.cuda_staging import Staging, upload
+
+    staging = Staging(0)
+    staging.step = 1 << 12
+    parts = [rng.integers(0, 2**31, k).astype(np.int32)
+             for k in (0, 1, 1023, 1024, 1025, 3000, 7, 0, 4096, 10_000)]
+    out = cp.empty(sum(p.size for p in parts), dtype=cp.int32)
+    staging.copy_up(parts, out)
+    np.testing.assert_array_equal(out.get(), np.concatenate(parts))
+    with pytest.raises(ValueError, match="differ in size"):
+        staging.copy_up(parts, out[1:])
+    big = [rng.random(3_000_001), rng.random(1), rng.random(2_500_000)]  # 44 MB
+    np.testing.assert_array_equal(upload(big).get(), np.concatenate(big))
+    np.testing.assert_array_equal(upload([p for p in parts if p.size]).get(),
+                                  np.concatenate(parts))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtypes", [("int32", "int32"), ("int32", "int64"),
                                     ("int64", "int64")])

@@ -18,8 +18,9 @@ the rest:
 The result is the graph :meth:`webrank.Graph.from_edges` defines, with CuPy arrays.
 The code is array-agnostic (``xp``): with NumPy it runs on the host, which is how the
 tests check it against the host build on machines without a GPU.
-Peak device memory: about 40 bytes per link unweighted (the int64 columns, the keys and
-the sort's scratch), 64 weighted (:func:`device_build_bytes`).
+Peak device memory: about 36 bytes per link unweighted (the int64 columns, the keys and
+the sort's scratch; 28 with a parse's int32 columns), 60 weighted
+(:func:`device_build_bytes`).
 
 Nothing on the way of a first run is compiled then (CuPy compiles each of its own
 elementwise operations, masks, scans and ``bincount`` with NVRTC the first time a process
@@ -31,9 +32,12 @@ uses it: some 25 of them here, about 5 s of a fresh install's first run):
   ids, merges the neighbouring equal keys and turns the rows' counts into row pointers,
   and the out-degrees, around CuPy's precompiled radix sort;
 * **a plain file's int32 chunks** from the parallel parse (:mod:`webrank.io.edgelist`)
-  are built where they were parsed, by the host's parallel build, and the CSR copied up:
-  on 16 cores that beats uploading the columns, and keeps the host's peak at the build's
-  (about 17 bytes a link beyond the file, against 40-48 for pyarrow's int64 columns);
+  go up as they are, packed a page-locked slice at a time on all host threads
+  (:func:`webrank.kernels.cuda_staging.upload`: 29 GB/s, 1 GB of R-MAT 23's ids in 36 ms
+  on an H200 host), and the kernels above build the CSR in int32 (30 ms): the host's
+  parallel build and the CSR's upload took 0.40 s on 16 cores. Where the card lacks the
+  memory (:func:`device_build_bytes`), or the ids spread far beyond the links, the host's
+  parallel build makes the CSR and it is copied up;
 * **weighted links** and ids spread far beyond the link count, up to
   :data:`HOST_BUILD_EDGES` links, are built on the host by the parallel build of
   :mod:`webrank.build` (:func:`host_csr`) and their CSR copied up as it is (a
@@ -71,11 +75,13 @@ HOST_BUILD_EDGES = 1 << 24
 _KEY_IDS = ("int32", "int64")
 
 
-def device_build_bytes(num_edges: int, id_range: int, weighted: bool) -> int:
-    """Device bytes :func:`edge_csr_on_device` holds at its peak, about: the int64
-    columns (16 a link), the keys and the sort's scratch (16), the int32 indices (4),
-    weights, their order and their sorted copy (24), and the presence map."""
-    per_link = 36 + (24 if weighted else 0)
+def device_build_bytes(num_edges: int, id_range: int, weighted: bool,
+                       id_bytes: int = 8) -> int:
+    """Device bytes :func:`edge_csr_on_device` holds at its peak, about: the id columns
+    (2 x ``id_bytes`` a link: int64 from pyarrow, int32 from the parallel parse), the keys
+    and the sort's scratch (16), the int32 indices (4), weights, their order and their
+    sorted copy (24), and the presence map."""
+    per_link = 2 * id_bytes + 20 + (24 if weighted else 0)
     return int(per_link * num_edges + 5 * min(id_range, _DENSE_RANGE * num_edges + 1))
 
 
@@ -106,11 +112,14 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
     on_host = {"num_nodes": num_nodes, "node_ids": node_ids, "labels": labels,
                "duplicates": duplicates, "name": name}
     if cp is not np and isinstance(src, Chunked) and weight is None:
-        # the parallel parse's int32 chunks (a plain file): built where they were parsed,
-        # by the host's parallel build, and the CSR copied up: faster than pyarrow's parse
-        # and this build, at a third of the host memory (docs/benchmarks.md)
-        arrays = host_csr(src, dst, weight, **on_host)
-        return None if arrays is None else (_uploaded(arrays, cp) or arrays)
+        # the parallel parse's int32 chunks (a plain file): they go up as they are and the
+        # card builds; else (too little device memory, ids spread far beyond the links)
+        # built where they were parsed, by the host's parallel build, the CSR copied up
+        arrays = _chunks_on_device(src, dst, on_host, cp)
+        if arrays is None:
+            arrays = host_csr(src, dst, weight, **on_host)
+            arrays = None if arrays is None else (_uploaded(arrays, cp) or arrays)
+        return arrays
     if cp is not np and weight is not None and m <= HOST_BUILD_EDGES:
         return _uploaded(host_csr(src, dst, weight, **on_host), cp)
     # the links' part of the peak, checked before the columns go up (a presence map
@@ -147,6 +156,38 @@ def edge_csr_on_device(src: Any, dst: Any, weight: Any, *,
                   cp.bincount(indices, weights=weights, minlength=n)).astype(cp.float64)
     return {"indptr": indptr, "indices": indices, "out_weight": out_weight,
             "weights": weights, "labels": node_labels}
+
+
+def _chunks_on_device(src: Chunked, dst: Chunked, on_host: dict[str, Any], cp: Any
+                      ) -> dict[str, Any] | None:
+    """:func:`edge_csr_on_device` of a parallel parse's unweighted chunked columns: the
+    chunks go up through the staging buffers into one device column each, in their own
+    integer type (int32 for most files: half the bytes of int64), and
+    :func:`_kernel_build` makes the CSR. None where the card should not: ids spread far
+    beyond the link count under ``node_ids="appear"`` (renumbered on the host), 2**31
+    nodes or more, bounds not known, or too little free device memory.
+
+    Raises
+    ------
+    GraphFormatError
+        An id beyond ``num_nodes`` or the labels (:func:`~webrank.build.fixed_node_set`).
+    """
+    m = int(src.size)
+    if src.bounds is None or src.data.dtype.name not in _KEY_IDS:
+        return None
+    hi = int(src.bounds[1])
+    fixed, node_labels = fixed_node_set(hi, m, labels=on_host["labels"],
+                                        node_ids=on_host["node_ids"],
+                                        num_nodes=on_host["num_nodes"], name=on_host["name"])
+    compact = fixed is None
+    n = fixed or 0
+    if n > _MAX_NODES or (compact and hi >= _DENSE_RANGE * m):
+        return None
+    id_bytes = src.data.dtype.itemsize
+    if device_build_bytes(m, hi + 1, False, id_bytes) + 24 * n > _free_bytes(cp):
+        return None
+    d_src, d_dst = _upload(src, src.data.dtype, cp), _upload(dst, dst.data.dtype, cp)
+    return _kernel_build(d_src, d_dst, hi, n, compact, on_host["duplicates"], node_labels, cp)
 
 
 def _kernel_build(d_src: Any, d_dst: Any, hi: int, n: int, compact: bool,
@@ -321,6 +362,10 @@ def _upload(col: Any, dtype: Any, cp: Any) -> Any:
         return np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts), dtype=dtype)
     if len(parts) == 1:
         return to_device(parts[0], dtype)
+    if all(p.dtype == dtype for p in parts):
+        from webrank.kernels.cuda_staging import upload  # (page-locked slices, all threads)
+
+        return upload(parts)
     out = cp.empty(col.size, dtype=dtype)
     at = 0
     for part in parts:

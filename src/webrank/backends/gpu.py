@@ -29,6 +29,10 @@ from webrank.kernels.cuda_common import ACC_WIDTH
 
 BLOCK = 256
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
+#: the same for the persistent engine (a graph held in L2, where a warp's time is its
+#: longest row's chain of loads, not memory traffic): cnr-2000 and web-NotreDame's
+#: solves 14-17% shorter than with 64 on an H200 (benchmarks/gpu/persistent_sweep.py)
+PERSISTENT_HEAVY_THRESHOLD = 32
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
@@ -283,19 +287,21 @@ class PullStep:
     :class:`~webrank.backends.gpu_replay.ReplayedStep`.
 
     Made once per operator from its options (``lanes_per_row``, ``heavy_threshold``,
-    ``reorder``, ``gpu_links``; see :class:`GPUOperator`). Its row split (``group``,
+    ``reorder``, ``gpu_links``; see :class:`GPUOperator`); ``heavy_threshold`` here is the
+    engine's default where the options leave it unset. Its row split (``group``,
     ``heavy_threshold``, ``grid``) is also what the adaptive and fixed-point steps use;
     the hybrid method queues its two kernels apart (:meth:`launch_heavy`,
     :meth:`launch_fused`) and adds the CPU's sums to ``heavy_sum`` between them.
     """
 
-    def __init__(self, matrix: DeviceMatrix, options: EngineOptions) -> None:
+    def __init__(self, matrix: DeviceMatrix, options: EngineOptions,
+                 heavy_threshold: int = HEAVY_THRESHOLD) -> None:
         import cupy as cp
 
         self.matrix = m = matrix
         graph, n = m.graph, m.n
         gpu_links, reorder = options.gpu_links, options.reorder
-        threshold = (HEAVY_THRESHOLD if options.heavy_threshold is None
+        threshold = (heavy_threshold if options.heavy_threshold is None
                      else int(options.heavy_threshold))
         if gpu_links is not None:
             # every row that is cut must go through the per-row sums
@@ -705,7 +711,8 @@ class PersistentGPUOperator(GPUOperator):
 
         super().__init__(graph, alpha, personalization, dangling, dtype, options)
         self.launch_steps = options.launch_steps
-        self._pull = pull = PullStep(self.matrix, options)
+        self._pull = pull = PullStep(self.matrix, options, PERSISTENT_HEAVY_THRESHOLD)
+        self.info["heavy_threshold"] = pull.heavy_threshold
         g = self.graph
         self._solve = kernels.get_kernel(g.indptr.dtype.name, g.indices.dtype.name,
                                          self.dtype.name, self._weighted, pull.group,

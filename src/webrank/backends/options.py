@@ -90,7 +90,8 @@ class EngineOptions:
         None: from the mean in-degree of those rows.
     heavy_threshold : int or None, default None
         In-links above which a row is summed by warps of its own; None:
-        :data:`webrank.backends.gpu.HEAVY_THRESHOLD` (64).
+        :data:`webrank.backends.gpu.HEAVY_THRESHOLD` (64), and for the persistent engine
+        :data:`webrank.backends.gpu.PERSISTENT_HEAVY_THRESHOLD` (32).
     reorder : {"auto", None, "out-degree"}, default "auto"
         Node order of the pull step's gathered vector (:class:`~webrank.backends.gpu.GPUOperator`).
     launch_steps : int or None, default None

@@ -27,9 +27,9 @@ import numpy as np
 
 from webrank.kernels.native import lib, num_threads
 
-__all__ = ["COLLAPSE", "SUM", "copy_bytes", "count_sources", "gather_rows", "id_bounds",
-           "mark_and_count", "scatter", "sort_buckets", "sum_rows", "touch_pages",
-           "transpose_csr"]
+__all__ = ["COLLAPSE", "SUM", "copy_bytes", "copy_pieces", "count_sources", "gather_rows",
+           "id_bounds", "mark_and_count", "scatter", "sort_buckets", "sum_rows",
+           "touch_pages", "transpose_csr"]
 
 # merging modes of sort_buckets
 COLLAPSE, SUM = 0, 1
@@ -139,6 +139,16 @@ def copy_bytes(dst: np.ndarray, src: np.ndarray, threads: int | None = None, *,
     non-temporal stores where the CPU has them (False: ``memcpy``, for comparison).
     Returns ``dst``."""
     lib.copy_bytes(dst, src, threads or num_threads(), streaming)
+    return dst
+
+
+def copy_pieces(dst: np.ndarray, pieces: list[np.ndarray], threads: int | None = None, *,
+                streaming: bool = True) -> np.ndarray:
+    """Copy ``pieces`` (C-contiguous arrays) end to end into ``dst`` (C-contiguous, as
+    many bytes as the pieces together) on ``threads`` threads (default all), the GIL
+    released, in blocks of 256 KiB across all the pieces (many small pieces use every
+    thread). ``streaming`` as :func:`copy_bytes`. Returns ``dst``."""
+    lib.copy_pieces(dst, pieces, threads or num_threads(), streaming)
     return dst
 
 

@@ -28,6 +28,9 @@ def upload(a: Any, threads: int | None = None) -> Any:
     device's two page-locked staging buffers (:class:`Staging`), ``threads`` host
     threads (default all) filling one while the other goes up.
 
+    ``a`` may also be a list of 1-D host arrays of one dtype (a parallel reader's chunks):
+    they land end to end in one device array, never joined on the host.
+
     ``cupy.asarray`` of an unpinned array first allocates a page-locked buffer of the
     array's size and copies the array into it, on one thread: for the gigabytes of a
     graph's links, seconds of pinning and copying before the transfer starts; a plain
@@ -35,17 +38,30 @@ def upload(a: Any, threads: int | None = None) -> Any:
     returned as it is."""
     import cupy as cp
 
-    if not isinstance(a, np.ndarray):
+    if isinstance(a, list):
+        parts = [np.ascontiguousarray(p).reshape(-1) for p in a]
+        if not parts:
+            raise ValueError("upload of an empty list of parts")
+        dtype = parts[0].dtype
+        if any(p.dtype != dtype for p in parts):
+            raise ValueError("upload: parts of different dtypes")
+        shape: tuple[int, ...] = (sum(int(p.size) for p in parts),)
+    elif isinstance(a, np.ndarray):
+        parts = [np.ascontiguousarray(a)]
+        dtype, shape = parts[0].dtype, parts[0].shape
+    else:
         return cp.asarray(a)
-    a = np.ascontiguousarray(a)
-    out = cp.empty(a.shape, dtype=a.dtype)
-    if a.nbytes >= 2 * STAGING_SLICE_BYTES:
+    out = cp.empty(shape, dtype=dtype)
+    if out.nbytes >= 2 * STAGING_SLICE_BYTES:
         with Staging.held(out.device.id) as staging:
             if staging is not None:
-                staging.copy_up(a, out, threads)
+                staging.copy_up(parts, out, threads)
                 return out
-    if a.size:
-        out.set(a)
+    flat, at = out.reshape(-1), 0
+    for part in parts:
+        if part.size:
+            flat[at:at + part.size].set(part.reshape(-1))
+        at += part.size
     return out
 
 
@@ -165,28 +181,52 @@ class Staging:
                 stream.synchronize()  # no copy into the buffers outlives the call
                 raise
 
-    def copy_up(self, host: np.ndarray, x: Any, threads: int | None = None) -> None:
-        """Copy ``host`` (C-contiguous) into the contiguous device array ``x`` of as many
-        bytes, slice by slice through the two buffers; returns once the copies are done
-        (the buffers are free again)."""
+    def copy_up(self, host: np.ndarray | list[np.ndarray], x: Any,
+                threads: int | None = None) -> None:
+        """Copy ``host`` (C-contiguous; or a list of such arrays, laid end to end) into
+        the contiguous device array ``x`` of as many bytes, slice by slice through the
+        two buffers; returns once the copies are done (the buffers are free again).
+        The pieces that fill one slice are packed into it by one call on all threads
+        (:func:`webrank.kernels.cpu_build.copy_pieces`)."""
         import cupy as cp
 
-        from webrank.kernels.cpu_build import copy_bytes
+        from webrank.kernels.cpu_build import copy_pieces
 
-        src = host.reshape(-1).view(np.uint8)
-        total, step = int(src.size), self.step
+        parts = [p.reshape(-1).view(np.uint8)
+                 for p in (host if isinstance(host, list) else [host])]
+        if sum(int(p.size) for p in parts) != x.nbytes:
+            raise ValueError("copy_up: the host data and the device array differ in size")
+        step = self.step
         with cp.cuda.Device(self.device_id):
             stream = cp.cuda.get_current_stream()
+            sent, k = 0, 0  # bytes gone up, slices sent
+            pieces: list[np.ndarray] = []  # what fills slice k
+            filled = 0
+
+            def send() -> None:
+                nonlocal sent, k, filled
+                b = k % 2
+                if k >= 2:
+                    self.done[b].synchronize()  # its slice k - 2 has gone up
+                copy_pieces(self.slices[b][:filled], pieces, threads)
+                cp.cuda.runtime.memcpyAsync(
+                    x.data.ptr + sent, self.slices[b].ctypes.data, filled,
+                    cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+                self.done[b].record(stream)
+                sent, k, filled = sent + filled, k + 1, 0
+                pieces.clear()
+
             try:
-                for k, offset in enumerate(range(0, total, step)):
-                    size, b = min(step, total - offset), k % 2
-                    if k >= 2:
-                        self.done[b].synchronize()  # its slice k - 2 has gone up
-                    copy_bytes(self.slices[b][:size], src[offset:offset + size], threads)
-                    cp.cuda.runtime.memcpyAsync(
-                        x.data.ptr + offset, self.slices[b].ctypes.data, size,
-                        cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
-                    self.done[b].record(stream)
+                for part in parts:
+                    at = 0
+                    while at < part.size:
+                        size = min(step - filled, int(part.size) - at)
+                        pieces.append(part[at:at + size])
+                        filled, at = filled + size, at + size
+                        if filled == step:
+                            send()
+                if filled:
+                    send()
             finally:
                 stream.synchronize()  # the buffers free again (no copy outlives the call)
 
