@@ -365,7 +365,7 @@ def _upload(col: Any, dtype: Any, cp: Any) -> Any:
     if all(p.dtype == dtype for p in parts):
         from webrank.kernels.cuda_staging import upload  # (page-locked slices, all threads)
 
-        return upload(parts)
+        return upload(list(parts))
     out = cp.empty(col.size, dtype=dtype)
     at = 0
     for part in parts:

@@ -5,8 +5,9 @@ A copy between device memory and pageable host memory runs at 8-11 GB/s on an H1
 memory and page-locked memory at about 50 GB/s. :class:`Staging` keeps two page-locked
 slices per device for the process; :func:`upload` and :func:`download` move an array a
 slice at a time, all host threads copying one slice
-(:func:`webrank.kernels.cpu_build.copy_bytes`) while the GPU copies the other. No CuPy
-kernel runs: memcpys and events only.
+(:func:`webrank.kernels.cpu_build.copy_bytes`; the pieces of an upload from many arrays
+packed by :func:`~webrank.kernels.cpu_build.copy_pieces`) while the GPU copies the other.
+No CuPy kernel runs: memcpys and events only.
 """
 
 from __future__ import annotations
