@@ -551,29 +551,6 @@ inline void copy_streaming(unsigned char* d, const unsigned char* s, int64_t byt
 #endif
 }
 
-// A memcpy on all threads, without the GIL: a vector moved from a page-locked staging
-// buffer into its (already faulted) destination runs at the memory's speed, not one
-// core's, while the GPU copies the next slice into the other buffer.
-void copy_bytes(const Out& dst, const In& src, int threads, bool streaming) {
-    checked_size(dst, "dst");
-    checked_size(src, "src");
-    if (dst.nbytes() != src.nbytes()) bad_array("dst", "must have as many bytes as src");
-    auto* d = static_cast<unsigned char*>(dst.data());
-    const auto* s = static_cast<const unsigned char*>(src.data());
-    const int64_t bytes = static_cast<int64_t>(src.nbytes());
-    const int64_t block = int64_t(1) << 18;
-    const int nt = threads_or_default(threads);
-    nb::gil_scoped_release unlocked;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t off = 0; off < bytes; off += block) {
-        const int64_t size = std::min(block, bytes - off);
-        if (streaming)
-            copy_streaming(d + off, s + off, size);
-        else
-            std::memcpy(d + off, s + off, static_cast<size_t>(size));
-    }
-}
-
 // Arrays laid end to end into dst on all threads, without the GIL: a parallel reader's
 // chunks (a few hundred KiB each) packed into a page-locked staging slice. The work is cut
 // into blocks across all pieces, so many small pieces keep every thread busy as one large
@@ -612,6 +589,17 @@ void copy_pieces(const Out& dst, const std::vector<In>& pieces, int threads, boo
         else
             std::memcpy(b.d, b.s, static_cast<size_t>(b.size));
     }
+}
+
+// A memcpy on all threads, without the GIL: a vector moved from a page-locked staging
+// buffer into its (already faulted) destination runs at the memory's speed, not one
+// core's, while the GPU copies the next slice into the other buffer. One piece of
+// copy_pieces.
+void copy_bytes(const Out& dst, const In& src, int threads, bool streaming) {
+    checked_size(dst, "dst");
+    checked_size(src, "src");
+    if (dst.nbytes() != src.nbytes()) bad_array("dst", "must have as many bytes as src");
+    copy_pieces(dst, std::vector<In>{src}, threads, streaming);
 }
 
 }  // namespace
