@@ -75,7 +75,7 @@ def _requests(monkeypatch) -> set[tuple[str, str, bool]]:
         cuda.get_kernel(ip, ix, t, w, None)
         for g in cuda.GROUPS:
             cuda.get_kernel(ip, ix, t, w, g)
-            cuda.get_kernel(ip, ix, t, w, g, solve=True)
+        cuda.get_solve_kernel(ip, ix, t, w)
         for cpl in cuda_ppr.CPLS:
             cuda_ppr.get_kernel(ip, ix, t, w, cpl)
         cuda_blocked.get_kernel(cuda_blocked.scatter_name(t, w))

@@ -109,6 +109,25 @@ def test_new_engines_every_criterion_and_exact_step_counts(rng, engine, criterio
     assert seen and seen[-1] == r.iterations
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_persistent_staging_across_its_windows(rng, weighted):
+    """The persistent kernel stages the in-links of 32 rows at a time, WR_STAGE (256) a
+    pass: rows that cross passes, windows of many passes, empty rows, a last window of
+    fewer than 32 rows and split rows between light ones all sum as the CPU's float64."""
+    n = 32 * 157 + 13
+    degree = rng.choice([0, 0, 1, 3, 31, 200, 300, 700], size=n)
+    dst = np.repeat(np.arange(n), degree)
+    src = rng.integers(0, n, dst.size)
+    w = rng.random(dst.size) + 0.1 if weighted else None
+    g = webrank.Graph.from_edges(src, dst, w)
+    ref = reference(g)
+    for threshold in (1000, 250, 8):  # no split row; the 300s and 700s; all but 0-3
+        r = webrank.pagerank(g, device="gpu", engine="persistent", dtype="float64",
+                             tol=1e-12, engine_options={"heavy_threshold": threshold})
+        assert r.info["engine"] == "persistent" and r.converged
+        assert np.abs(r.scores - ref.scores).sum() < 1e-10, (threshold, weighted)
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_persistent_steps_see_every_write_of_the_step_before(rng, dtype):
     """The persistent kernel gathers with plain loads, which may hit L1, after each

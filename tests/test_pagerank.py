@@ -336,6 +336,21 @@ def test_engine_options_mapping():
     np.testing.assert_allclose(r.scores, exact_pagerank(g), atol=1e-11)
 
 
+def test_the_persistent_engine_takes_no_lanes_per_row():
+    """Its warps stage 32 rows' in-links at a time: a lanes_per_row would change nothing,
+    so it is refused there (before any work, no GPU needed), and auto leaves the engine
+    out of its choice."""
+    from webrank.backends.options import EngineOptions
+
+    with pytest.raises(ValueError, match=r"\['lanes_per_row'\] do not apply to engine "
+                                          "'persistent'"):
+        EngineOptions.from_call("persistent", {"lanes_per_row": 2}).for_device("gpu",
+                                                                              "float32")
+    assert EngineOptions.from_call("auto", {"lanes_per_row": 2}).candidates() == ("pull",)
+    assert "persistent" in EngineOptions.from_call("auto", {"heavy_threshold": 16}
+                                                   ).candidates()
+
+
 def test_gpu_warmup_is_harmless_without_a_gpu(tmp_path, monkeypatch):
     # a path and device "auto" start the warm-up thread; without CuPy it finds no GPU,
     # the run goes on on the CPU, and later probes wait for it rather than racing it

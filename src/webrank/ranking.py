@@ -129,7 +129,7 @@ def pagerank(
         Tuning of the engine's step, ``{name: value}``, the one way to pass it (a name
         as a keyword of its own is refused, naming this mapping). On the GPU
         ``check_every``, ``graph_steps``, ``use_graph`` (every engine),
-        ``lanes_per_row``, ``heavy_threshold``, ``reorder`` (pull, persistent),
+        ``lanes_per_row`` (pull), ``heavy_threshold``, ``reorder`` (pull, persistent),
         ``launch_steps`` (persistent), ``part_rows``, ``chunk_bits`` (blocked),
         ``device_memory_limit``, ``chunk_edges`` (stream); ``gpu_links`` for
         ``method="hybrid"``. Each is documented, with its default, by
@@ -336,6 +336,8 @@ def check_solver_options(method: str, solve: Any, options: dict[str, Any]) -> No
     """The keyword options left for the solver: a ValueError before any work for a name
     the solver does not take (engine tuning given as a keyword of its own: saying that it
     goes in ``engine_options``)."""
+    if not options:
+        return
     allowed = set(inspect.signature(solve).parameters) - _SOLVER_ARGS
     unknown = sorted(set(options) - allowed)
     tuning = [name for name in unknown if name in ENGINE_OPTION_NAMES]

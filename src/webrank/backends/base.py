@@ -48,6 +48,9 @@ class StepsResult:
     x: Any  # final iterate (backend array, float64)
     residuals: np.ndarray  # one residual per step taken (host float64)
     converged: bool
+    #: ``x`` was scaled to sum 1 by the steps themselves (the persistent engine's last
+    #: pass), so the caller need not normalise it again
+    normalized: bool = False
 
 
 class Operator:

@@ -2,8 +2,11 @@
 
 The graph goes to the device once (cached on the Graph object for later runs: the CSR
 once per device, edge values once per precision, the heavy-row segments once per
-threshold). Power steps are captured as a CUDA graph and replayed; the host reads the
-residual history once per replay, one small copy, instead of synchronising each step.
+threshold, the persistent engine's staged layout once per threshold and grid, the
+uniform teleport vector). The operators of a thread queue their work on one stream
+(:func:`webrank.backends.gpu_arrays.work_stream`). Power steps are captured as a CUDA
+graph and replayed; the host reads the residual history once per replay, one small copy,
+instead of synchronising each step.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.arrays import array_module, to_device, to_host
 from webrank.backends.base import PageRankOperator, StepsResult
 from webrank.backends.fixed_point import FixedPointMatrix
-from webrank.backends.gpu_replay import Replay, kept_residuals
+from webrank.backends.gpu_replay import Replay
 from webrank.backends.options import CHECK_EVERY, EngineOptions
 from webrank.errors import DeviceMemoryError
 from webrank.graph import Graph
@@ -29,10 +32,11 @@ from webrank.kernels.cuda_common import ACC_WIDTH
 
 BLOCK = 256
 HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
-#: the same for the persistent engine (a graph held in L2, where a warp's time is its
-#: longest row's chain of loads, not memory traffic): cnr-2000 and web-NotreDame's
-#: solves 14-17% shorter than with 64 on an H200 (benchmarks/gpu/persistent_sweep.py)
-PERSISTENT_HEAVY_THRESHOLD = 32
+#: the same for the persistent engine, whose warps stage the other rows' in-links: on an
+#: H200, 32 and 64 within 6% of each other on cnr-2000, web-NotreDame and R-MAT 17,
+#: 64 faster on the web-like graphs of 2**18-2**19 nodes (4-9% a step), 16 and 128 up
+#: to twice as slow (benchmarks/gpu/persistent_sweep.py, persistent_phases.py)
+PERSISTENT_HEAVY_THRESHOLD = 64
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
 #: blocks per multiprocessor of the persistent kernel (at most what fits)
 PERSISTENT_BLOCKS_PER_SM = 4
@@ -112,6 +116,49 @@ def on_device(graph: Graph, key: tuple, nbytes: int, build: Any) -> Any:
         if nbytes > free:
             raise DeviceMemoryError(nbytes, free, f"{graph!r}")
     return graph.cached(full, build)
+
+
+#: what a row costs the staged row pass, in in-links (its bounds, x, 1/out and the two
+#: writes), when warps are given rows of equal work (:func:`staged_layout`)
+STAGED_ROW_COST = 2
+
+
+def staged_layout(indptr: Any, indices: Any, vals: Any, weighted: bool, threshold: int,
+                  nwarps: int) -> dict[str, Any]:
+    """What the persistent kernel's staged row pass reads (``wr_pull_rows_staged``), on
+    the device:
+
+    * the in-link CSR of the rows of at most ``threshold`` in-links, the other rows'
+      ranges empty (``indptr``, ``indices``, ``vals``: the links' values, or ``vals``
+      itself for an unweighted graph), so that any 32 consecutive rows' in-links are
+      contiguous; the split rows keep theirs in the full CSR (the CSR itself where no row
+      is split);
+    * ``warp_rows``: the first row of each of ``nwarps`` warps and the end (int64),
+      ranges of about equal in-links plus :data:`STAGED_ROW_COST` a row.
+
+    Made on the host (the engine runs graphs held in L2) and copied up."""
+    import cupy as cp
+
+    ptr = to_host(indptr)
+    deg = np.diff(ptr)
+    light = deg <= threshold
+    if light.all():
+        light_ptr = ptr
+        out = {"indptr": indptr, "indices": indices, "vals": vals}
+    else:
+        keep = np.repeat(light, deg)
+        light_ptr = np.zeros_like(ptr)
+        np.cumsum(np.where(light, deg, 0), out=light_ptr[1:])
+        out = {"indptr": cp.asarray(light_ptr),
+               "indices": cp.asarray(to_host(indices)[keep]),
+               "vals": cp.asarray(to_host(vals)[keep]) if weighted else vals}
+    n = deg.size
+    cost = np.arange(n + 1, dtype=np.int64) * STAGED_ROW_COST + light_ptr
+    targets = np.arange(nwarps + 1, dtype=np.int64) * int(cost[-1]) // nwarps
+    warp_rows = np.searchsorted(cost, targets, side="left").astype(np.int64)
+    warp_rows[-1] = n
+    out["warp_rows"] = cp.asarray(warp_rows)
+    return out
 
 
 def gather_order(indices: Any, n: int, kind: str) -> tuple[Any, Any]:
@@ -430,8 +477,7 @@ class GPUOperator(OnGPU, PageRankOperator):
 
         super().__init__(graph, alpha, personalization, dangling, dtype)
         self.xp = cp
-        # a stream of our own: CUDA graphs cannot be captured on the legacy default stream
-        self._stream = cp.cuda.Stream(non_blocking=True)
+        self._stream = gpu_arrays.work_stream()
         self.replay = Replay(
             stream=self._stream, graph_steps=options.graph_steps, use_graph=options.use_graph,
             check_every=CHECK_EVERY if options.check_every is None else options.check_every)
@@ -446,10 +492,11 @@ class GPUOperator(OnGPU, PageRankOperator):
             graph, ("vals", self.dtype.name), graph.num_edges * self.dtype.itemsize,
             lambda: edge_values(graph, self.dtype))
         self._inv_out = self._g["inv_out"]
-        self._v = (gpu_arrays.full(n, 1.0 / n) if personalization is None
-                   else cp.asarray(personalization))
+        # the uniform teleport vector: one per graph and device, read only
+        self._v = (on_device(graph, ("uniform",), 8 * n, lambda: gpu_arrays.full(n, 1.0 / n))
+                   if personalization is None else cp.asarray(personalization))
         self._d = self._v if dangling is None else cp.asarray(dangling)
-        self._sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        self._sms = gpu_arrays.device_attribute("MultiProcessorCount")
         #: the Google matrix as the engines' step objects read it
         self.matrix = DeviceMatrix(
             graph=graph, n=n, alpha=self.alpha, dtype=self.dtype, csr=self._g,
@@ -544,7 +591,7 @@ class GPUOperator(OnGPU, PageRankOperator):
         pull = self.pull_step()
         g = self._g
         ip, ix = g["indptr"].dtype.name, g["indices"].dtype.name
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = gpu_arrays.device_attribute("MultiProcessorCount")
         # the rows split by in-degree on the host (CuPy's masks would compile kernels)
         rows = np.asarray(self.to_host(rows), dtype=np.int64)
         indptr = self._host_indptr()
@@ -614,7 +661,7 @@ class GPUOperator(OnGPU, PageRankOperator):
         threshold = pull.heavy_threshold if n_heavy else np.iinfo(np.int64).max
         step_kernel = cuda_fixed.get_kernel("step", ip, ix, weighted, matrix.product,
                                             pull.group)
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = gpu_arrays.device_attribute("MultiProcessorCount")
         vals = matrix.edge_vals if weighted else cp.zeros(1, dtype=np.uint64)
         dist_k = matrix.dist if int(matrix.dist.size) else cp.zeros(1, dtype=np.uint64)
         mask = calm if patience > 0 else cp.zeros(1, dtype=np.uint8)
@@ -714,14 +761,25 @@ class PersistentGPUOperator(GPUOperator):
         self._pull = pull = PullStep(self.matrix, options, PERSISTENT_HEAVY_THRESHOLD)
         self.info["heavy_threshold"] = pull.heavy_threshold
         g = self.graph
-        self._solve = kernels.get_kernel(g.indptr.dtype.name, g.indices.dtype.name,
-                                         self.dtype.name, self._weighted, pull.group,
-                                         solve=True)
+        ip, ix = g.indptr.dtype.name, g.indices.dtype.name
+        self._solve = kernels.get_solve_kernel(ip, ix, self.dtype.name, self._weighted)
         per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             self._solve.kernel.ptr, BLOCK, 0)
         # fewer blocks than fit: a grid-wide barrier costs about one atomic per block
         self._solve_grid = int(max(1, min(per_sm, PERSISTENT_BLOCKS_PER_SM)) * self._sms)
         self.info["persistent_grid"] = self._solve_grid
+        self._nwarps = self._solve_grid * (BLOCK // 32)
+        self._partials = cp.empty(self._solve_grid)  # the normalising sum, by block
+        threshold = pull.threshold
+        light_bytes = 0 if not pull.n_heavy else (
+            (g.indptr.itemsize + g.indices.itemsize
+             + (self.dtype.itemsize if self._weighted else 0)) * (g.n + g.num_edges))
+        self._staged = on_device(
+            g, ("staged", threshold, pull.reorder, self.dtype.name if self._weighted
+                else None, self._nwarps, STAGED_ROW_COST),
+            light_bytes + 8 * (self._nwarps + 1),
+            lambda: staged_layout(self._g["indptr"], pull.gather_indices, self._vals,
+                                  self._weighted, threshold, self._nwarps))
 
     def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
                     callback: Any = None) -> StepsResult:
@@ -733,33 +791,43 @@ class PersistentGPUOperator(GPUOperator):
         pull = self._pull
         h = pull.heavy
         with self._stream:
-            xa = gpu_arrays.copy_vector(x)
-            xb = cp.empty_like(xa)
-            xsa = pull.gather_vector(xa)
-            xsb = cp.empty_like(xsa)
-            # row s: (residual, dangling mass, mass, L1 norm) after step s; row 0: x0
-            hist = cp.zeros((max_steps + 1, ACC_WIDTH), dtype=np.float64)
-            self._start_history(xa, hist[0])
+            # the first launch copies x into xa, its gathered values into xsa and its sums
+            # into row 0 of hist
+            x0 = x if gpu_arrays.is_device_vector(x) else gpu_arrays.copy_vector(x)
+            xa, xb = cp.empty(self.n), cp.empty(self.n)
+            xsa, xsb = cp.empty(self.n, dtype=self.dtype), cp.empty(self.n, dtype=self.dtype)
+            # row s: kernels.SLOTS slots of (residual, dangling mass, mass, L1 norm) after
+            # step s, which the kernel adds up
+            hist = cp.zeros((max_steps + 1, kernels.SLOTS, ACC_WIDTH), dtype=np.float64)
+            # entry s: step s's residual as the kernel reduced and tested it
+            tested = cp.zeros(max_steps + 1, dtype=np.float64)
             pull.heavy_sum.fill(0)
             first, stop = 1, None
+            kept: list[np.ndarray] = []  # the residuals of each launch, as copied back
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
                 self._solve((self._solve_grid,), (BLOCK,), kernels.PULL_SOLVE.pack(
                     n=self.n, indptr=self._g["indptr"], indices=pull.gather_indices,
-                    vals=self._vals, x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, v=self._v,
+                    vals=self._vals, light_indptr=self._staged["indptr"],
+                    light_indices=self._staged["indices"], light_vals=self._staged["vals"],
+                    x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, v=self._v,
                     d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
                     inv_out=self._inv_out, alpha=self.alpha, nseg=pull.nseg,
                     seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
                     heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
-                    permuted=pull.reorder is not None, xs_pos=pull.xs_pos, hist=hist,
-                    s_first=first, s_last=last, delta=self.delta_steps, crit=test.code,
-                    tol_cmp=test.tol_cmp))
+                    permuted=pull.reorder is not None, xs_pos=pull.xs_pos,
+                    warp_rows=self._staged["warp_rows"], nwarps=self._nwarps, hist=hist,
+                    residuals=tested, s_first=first, s_last=last, delta=self.delta_steps,
+                    crit=test.code, tol_cmp=test.tol_cmp, start=first == 1, x0=x0,
+                    last_launch=last == max_steps, partials=self._partials))
                 # the one sync per launch
-                stop = test.first_below(kept_residuals(hist, first, last), first, callback)
+                kept.append(cp.asnumpy(tested[first:last + 1]))
+                stop = test.first_below(kept[-1], first, callback)
                 first = last + 1
             steps = stop if stop is not None else max_steps
-            residuals = kept_residuals(hist, 1, steps)
+            residuals = np.concatenate(kept)[:steps]
         self.matvecs += steps
+        # the kernel's last pass scaled the answer to sum 1
         return StepsResult(x=(xb if steps % 2 else xa), residuals=test.residuals(residuals),
-                           converged=stop is not None)
+                           converged=stop is not None, normalized=True)
 

@@ -23,6 +23,7 @@ equal dtypes), arithmetic and comparisons, boolean masks, ``flatnonzero``, ``dif
 
 from __future__ import annotations
 
+import functools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -50,6 +51,7 @@ __all__ = [
     "axpy",
     "clip_negative",
     "copy_vector",
+    "device_attribute",
     "divide",
     "dot",
     "download",
@@ -58,6 +60,7 @@ __all__ = [
     "gemv",
     "google_product",
     "heavy_rows",
+    "is_device_vector",
     "node_scale",
     "norm",
     "normalized",
@@ -76,8 +79,49 @@ __all__ = [
     "transition_values",
     "upload",
     "vector_sums",
+    "work_stream",
     "write_history_start",
 ]
+
+_thread_streams = threading.local()
+
+
+def work_stream() -> Any:
+    """The calling thread's non-blocking stream on the current device, made on first use
+    and kept: the GPU operators queue their work on it (not on the legacy default
+    stream, on which CUDA graphs cannot be captured).
+
+    One stream for all the calls of a thread, not one per call: CuPy's memory pool keeps
+    the blocks it frees apart for each stream, so a stream made per call found none, and
+    every vector its call made went to ``cudaMalloc`` (0.5-0.6 ms of a 4 ms call on
+    cnr-2000 on an H200: ``benchmarks/gpu/persistent_anatomy.py``). One per thread: a
+    CUDA graph is captured on a stream by one thread."""
+    import cupy as cp
+
+    streams = getattr(_thread_streams, "by_device", None)
+    if streams is None:
+        streams = _thread_streams.by_device = {}
+    device = cp.cuda.Device().id
+    stream = streams.get(device)
+    if stream is None:
+        stream = streams[device] = cp.cuda.Stream(non_blocking=True)
+    return stream
+
+
+def device_attribute(name: str) -> int:
+    """The current device's attribute ``name`` (CuPy's spelling, e.g.
+    ``"MultiProcessorCount"``, ``"L2CacheSize"``), read once per device (CuPy's
+    ``Device.attributes`` asks the driver for all of them each time)."""
+    import cupy as cp
+
+    return _device_attribute(cp.cuda.Device().id, name)
+
+
+@functools.cache
+def _device_attribute(device: int, name: str) -> int:
+    import cupy as cp
+
+    return int(cp.cuda.Device(device).attributes[name])
 
 def _launch(name: str, n: int, args: tuple, family: Any = ka) -> None:
     launch_strided(family.get_kernel(name), n, family.BLOCK, args)
@@ -191,6 +235,15 @@ class HostLanding:
         """Give up the landing (its array is freed once made, a page-locked one goes
         back to its pool)."""
         self._future = self._pinned = None
+
+
+def is_device_vector(x: Any) -> bool:
+    """Whether ``x`` is a contiguous float64 vector on the device (what a kernel of ours
+    may read as it is)."""
+    import cupy as cp
+
+    return (isinstance(x, cp.ndarray) and x.dtype == np.float64 and x.ndim == 1
+            and x.flags.c_contiguous)
 
 
 def copy_vector(x: Any) -> Any:

@@ -48,7 +48,7 @@ class GPUBatchOperator(OnGPU, BatchOperator):
         self._ip = graph.indptr.dtype
         self._items = _work_items(indptr, cuda_ppr.SEGMENT, cp, self._ip)
         self._scratch = None
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = gpu_arrays.device_attribute("MultiProcessorCount")
         self._grid = int(min(max(1, -(-self._items["n"] // 8)), sms * 16))
         self._out: dict[tuple, tuple[Any, Any]] = {}
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+import webrank.backends.gpu_arrays as gpu_arrays
 from webrank.backends.base import GPU_ENGINES, PageRankOperator
 from webrank.backends.gpu import PersistentGPUOperator, PullGPUOperator
 from webrank.backends.gpu_blocked import BlockedGPUOperator, blocked_device_bytes
@@ -98,15 +99,19 @@ def choose_engine(graph: Any, dtype: str, candidates: tuple[str, ...]) -> tuple[
     """
     import cupy as cp
 
+    def free_bytes() -> int:  # asked only where a rule needs it (tens of microseconds)
+        return cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+
     n, m = graph.n, graph.num_edges
-    l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
+    l2 = gpu_arrays.device_attribute("L2CacheSize")
     working = pull_working_bytes(n, m, dtype)
-    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
     if candidates == ("stream",) or ("stream" in candidates and not graph.on_gpu
-                                    and working > 0.9 * free):
-        return "stream", (f"the graph ({working / 2**30:.1f} GiB with its vectors) does not "
-                          f"fit in free device memory ({free / 2**30:.1f} GiB): streamed "
-                          "from host memory")
+                                    and working > 0.9 * (free := free_bytes())):
+        return "stream", ("only the stream engine takes the options given"
+                          if candidates == ("stream",) else
+                          f"the graph ({working / 2**30:.1f} GiB with its vectors) does "
+                          f"not fit in free device memory ({free / 2**30:.1f} GiB): "
+                          "streamed from host memory")
     if "persistent" in candidates and working <= PERSISTENT_L2_SHARE * l2:
         return "persistent", (f"the pull step's working set ({working / 2**20:.1f} MiB) fits "
                               f"in L2 ({l2 / 2**20:.0f} MiB): one launch per solve")
@@ -117,6 +122,7 @@ def choose_engine(graph: Any, dtype: str, candidates: tuple[str, ...]) -> tuple[
                             "their target): the pull step's gathers stay in cache")
     if "blocked" in candidates:
         need = blocked_device_bytes(n, m, dtype, graph.weights is not None)
+        free = free_bytes()
         if need <= 0.9 * free:
             return "blocked", ("past L2: propagation blocking streams instead of random "
                                "gathers")

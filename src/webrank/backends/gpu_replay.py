@@ -69,8 +69,9 @@ class Replay:
     Attributes
     ----------
     stream : cupy.cuda.Stream
-        The operator's stream (its own: a CUDA graph cannot be captured on the legacy
-        default stream).
+        The operator's stream (the thread's work stream,
+        :func:`~webrank.backends.gpu_arrays.work_stream`: a CUDA graph cannot be captured
+        on the legacy default stream).
     graph_steps : int
         Steps captured in one CUDA graph (even).
     use_graph : bool

@@ -195,7 +195,7 @@ class StreamedGPUOperator(OnGPU, PageRankOperator):
         self._fused = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted, group)
         self._heavy_kernel = kernels.get_kernel("int32", ix, self.dtype.name, self._weighted,
                                              None)
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        sms = gpu_arrays.device_attribute("MultiProcessorCount")
         self._grid = int(min(max(1, -(-rows_max // (BLOCK // group))), sms * 16))
         self._block = BLOCK
         self._compute = cp.cuda.Stream(non_blocking=True)

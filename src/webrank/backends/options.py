@@ -50,7 +50,7 @@ GPU_COMMON_OPTIONS = ("check_every", "graph_steps", "use_graph")
 #: the tuning options each GPU engine takes besides the common ones
 GPU_ENGINE_OPTIONS = {
     "pull": ("lanes_per_row", "heavy_threshold", "reorder"),
-    "persistent": ("lanes_per_row", "heavy_threshold", "reorder", "launch_steps"),
+    "persistent": ("heavy_threshold", "reorder", "launch_steps"),
     "blocked": ("part_rows", "chunk_bits"),
     "stream": ("device_memory_limit", "chunk_edges"),
 }
@@ -87,11 +87,12 @@ class EngineOptions:
         False queues plain kernel launches instead of CUDA-graph replays.
     lanes_per_row : {1, 2, 4, 8, 16, 32} or None, default None
         Threads of the pull step sharing one row of at most ``heavy_threshold`` in-links;
-        None: from the mean in-degree of those rows.
+        None: from the mean in-degree of those rows. (The persistent engine's warps stage
+        32 rows' in-links at a time instead, and do not take it.)
     heavy_threshold : int or None, default None
         In-links above which a row is summed by warps of its own; None:
         :data:`webrank.backends.gpu.HEAVY_THRESHOLD` (64), and for the persistent engine
-        :data:`webrank.backends.gpu.PERSISTENT_HEAVY_THRESHOLD` (32).
+        :data:`webrank.backends.gpu.PERSISTENT_HEAVY_THRESHOLD` (64).
     reorder : {"auto", None, "out-degree"}, default "auto"
         Node order of the pull step's gathered vector (:class:`~webrank.backends.gpu.GPUOperator`).
     launch_steps : int or None, default None

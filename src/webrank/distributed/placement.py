@@ -152,7 +152,7 @@ class DevicePart:
             ip, ix, t = self.indptr.dtype.name, self.indices.dtype.name, self.dtype.name
             self.fused = cuda.get_kernel(ip, ix, t, self.weighted, self.group)
             self.heavy_kernel = cuda.get_kernel(ip, ix, t, self.weighted, None)
-            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            sms = gpu_arrays.device_attribute("MultiProcessorCount")
             rows = max(self.r1 - self.r0, 1)
             self.grid = int(min(max(1, -(-rows // (BLOCK // self.group))), sms * 16))
             self.heavy_grid = int(min(max(1, -(-self.nseg // (BLOCK // 32))), sms * 16))

@@ -3,12 +3,14 @@
 
 ``wr_fused_step`` does one whole PageRank iteration in one launch (Praveen et al.'s
 cuSPARSE SpMV + cuBLAS sum/axpy + residual kernel, fused); ``wr_pull_solve`` runs every
-step of a solve in one cooperative launch (the ``persistent`` engine), the same row pass
-between grid-wide barriers:
+step of a solve in one cooperative launch (the ``persistent`` engine), its row pass
+between grid-wide barriers. The fused step's row pass:
 
 * a group of ``GROUP`` lanes (1..32, a power of two chosen from the average in-degree)
   gathers one row of the pattern-only in-link CSR: ``xs`` already holds
-  ``x / out_degree``, so no value array is read for unweighted graphs;
+  ``x / out_degree``, so no value array is read for unweighted graphs (the persistent
+  kernel's warps stage the in-links of 32 rows at a time instead:
+  ``wr_pull_rows_staged``);
 * finishes each row with :mod:`webrank.kernels.cuda_common`'s ``wr_finish_row`` (the
   dangling and teleport terms; ``x'`` in float64 and ``xs' = x' / out`` in the storage
   type ``T``, float or double; the step ``mode`` iterates on the change ``x_k - x_{k-1}``
@@ -77,8 +79,26 @@ __device__ __forceinline__ void wr_heavy_segments(
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) / 32;
     for (i64 s = warp; s < nseg; s += nwarps) {
-        double acc = wr_gather<IP, IX, T, WEIGHTED, 32, COH>(seg_begin[s] + lane, seg_end[s],
-                                                              indices, vals, xs);
+        // a segment's (at most HEAVY_SEGMENT = 256) links, eight a lane with every index
+        // and then every gather in flight at once: one trip of two loads, not two
+        const IP end = seg_end[s];
+        double acc = 0.0;
+        for (IP c = seg_begin[s]; c < end; c += 256) {
+            IX j[8];
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const IP k = c + lane + 32 * u;
+                j[u] = k < end ? indices[k] : (IX)0;
+            }
+            double g[8];
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const IP k = c + lane + 32 * u;
+                g[u] = k < end ? (double)wr_ld<COH>(xs + j[u]) : 0.0;
+                if (WEIGHTED && k < end) g[u] *= (double)vals[k];
+            }
+            acc += ((g[0] + g[1]) + (g[2] + g[3])) + ((g[4] + g[5]) + (g[6] + g[7]));
+        }
         for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
         if (lane == 0) atomicAdd(&heavy_sum[seg_row[s]], acc);
     }
@@ -138,6 +158,119 @@ __device__ __forceinline__ void wr_pull_rows(
     wr_block_accumulate(res, dmass, tmass, amass, crit, acc_out);
 }
 
+// What a staged row pass keeps of an in-link in shared memory: the gathered value as
+// stored (T), or for a weighted graph its product with the link's value (double).
+template <typename T, bool WEIGHTED> struct wr_staged { typedef T type; };
+template <typename T> struct wr_staged<T, true> { typedef double type; };
+
+#define WR_STAGE 256        // in-links a warp stages at a time (8 a lane)
+#define WR_STAGE_WARPS 8    // warps of a block (blocks of 256 threads)
+
+// The shared-memory slot of the q-th staged value: one slot of padding every 32 (16 for
+// 8-byte values), so that lanes summing rows of equal length do not all read one bank.
+template <typename S>
+__device__ __forceinline__ int wr_stage_slot(const int q) {
+    return q + (q >> (sizeof(S) == 8 ? 4 : 5));
+}
+
+// One power step over every row, the light rows' in-links staged (the persistent engine).
+// Warp w takes rows warp_rows[w] .. warp_rows[w + 1] - 1 (ranges of about equal in-links
+// and rows: a warp's share of the step is its work, not its rows' count), 32 at a time.
+// In the light-row CSR (light_indptr, light_indices, light_vals: the rows of at most
+// heavy_threshold in-links; the others' ranges are empty) 32 consecutive rows' in-links
+// are one contiguous range, which the warp loads coalesced and gathers WR_STAGE at a time
+// into shared memory, eight independent loads in flight a lane; each lane then sums its
+// own row's part from there (Greathouse & Daga 2014's CSR-stream). So a warp waits for
+// two loads per WR_STAGE links, not for its longest row's chain of dependent loads.
+// Split rows read their sum from heavy_sum (and clear it); then wr_finish_row, and the
+// block's sums into acc_out, as wr_pull_rows.
+template <typename IP, typename IX, typename T, bool WEIGHTED, bool COH>
+__device__ __forceinline__ void wr_pull_rows_staged(
+    const i64 n, const IP* __restrict__ indptr, const IP* __restrict__ light_indptr,
+    const IX* __restrict__ light_indices, const T* __restrict__ light_vals, const T* xs,
+    const double* x, const double* __restrict__ v, const double* __restrict__ d,
+    const int uniform_v, const int uniform_d, const double* __restrict__ inv_out,
+    const double alpha, const double inv_n, const double dm, const double mass,
+    double* acc_out, const int crit, const int mode, double* __restrict__ x_out,
+    T* __restrict__ xs_out, const i64 heavy_threshold, double* heavy_sum,
+    const int permuted, const IX* __restrict__ xs_pos, const i64* __restrict__ warp_rows,
+    const i64 nwarps)
+{
+    typedef typename wr_staged<T, WEIGHTED>::type S;
+    constexpr int PER_LANE = WR_STAGE / 32;
+    __shared__ S staged[WR_STAGE_WARPS][WR_STAGE + WR_STAGE / 16];
+    const int lane = threadIdx.x % 32;
+    S* mine = staged[threadIdx.x / 32];
+    const i64 warp_id = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const i64 r_end = warp_id < nwarps ? warp_rows[warp_id + 1] : 0;
+    double res = 0.0, dmass = 0.0, tmass = 0.0, amass = 0.0;
+    for (i64 r0 = warp_id < nwarps ? warp_rows[warp_id] : 0; r0 < r_end; r0 += 32) {
+        const i64 row = r0 + lane;
+        const bool valid = row < r_end;
+        const IP lb = valid ? light_indptr[row] : (IP)0;
+        const IP le = valid ? light_indptr[row + 1] : (IP)0;
+        const int last = (int)((r_end - 1 - r0) < 31 ? (r_end - 1 - r0) : 31);
+        const IP first = __shfl_sync(0xffffffffu, lb, 0);
+        const IP end = __shfl_sync(0xffffffffu, le, last);
+        // what the row's end needs, loaded now, beside the staging's loads: the finish
+        // then waits for none of them
+        bool split = false;
+        double xi = 0.0, si = 0.0, vi = inv_n, di = inv_n;
+        i64 slot = row;
+        if (valid) {
+            split = (i64)(indptr[row + 1] - indptr[row]) > heavy_threshold;
+            xi = wr_ld<COH>(x + row);
+            si = inv_out[row];
+            if (!uniform_v) vi = v[row];
+            if (!uniform_d) di = d[row];
+            if (permuted) slot = (i64)xs_pos[row];
+        }
+        double acc = 0.0;
+        for (IP c = first; c < end; c += WR_STAGE) {   // the same trips in every lane
+            const IP cend = (end - c < (IP)WR_STAGE) ? end : c + (IP)WR_STAGE;
+            IX j[PER_LANE];
+            #pragma unroll
+            for (int u = 0; u < PER_LANE; ++u) {
+                const IP k = c + lane + 32 * u;
+                j[u] = k < cend ? light_indices[k] : (IX)0;
+            }
+            #pragma unroll
+            for (int u = 0; u < PER_LANE; ++u) {
+                const IP k = c + lane + 32 * u;
+                if (k < cend) {
+                    const int q = lane + 32 * u;
+                    if (WEIGHTED)
+                        mine[wr_stage_slot<S>(q)] =
+                            (double)light_vals[k] * (double)wr_ld<COH>(xs + j[u]);
+                    else
+                        mine[wr_stage_slot<S>(q)] = wr_ld<COH>(xs + j[u]);
+                }
+            }
+            __syncwarp();
+            const IP a = lb > c ? lb : c, b = le < cend ? le : cend;
+            double s0 = 0.0, s1 = 0.0;
+            int q = (int)(a - c);
+            const int qend = (int)(b - c);
+            for (; q + 1 < qend; q += 2) {
+                s0 += (double)mine[wr_stage_slot<S>(q)];
+                s1 += (double)mine[wr_stage_slot<S>(q + 1)];
+            }
+            if (q < qend) s0 += (double)mine[wr_stage_slot<S>(q)];
+            acc += s0 + s1;
+            __syncwarp();   // the slots are staged again on the next trip
+        }
+        if (valid) {
+            if (split) {
+                acc = wr_ld<COH>(heavy_sum + row);   // summed by wr_heavy_segments
+                heavy_sum[row] = 0.0;                // ready for the next step
+            }
+            wr_finish_row_scaled<T>(row, slot, acc, xi, si, alpha, dm, mass, vi, di, mode,
+                                    x_out, xs_out, crit, res, dmass, tmass, amass);
+        }
+    }
+    wr_block_accumulate(res, dmass, tmass, amass, crit, acc_out);
+}
+
 template <typename IP, typename IX, typename T, bool WEIGHTED>
 __global__ void wr_heavy_rows(
     const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
@@ -173,27 +306,100 @@ __global__ void wr_fused_step(
         heavy_sum, permuted, xs_pos);
 }
 
+// Rows of partial sums a persistent step's blocks add their sums into (block b into row
+// b % WR_SLOTS): one row taking every block's four atomics made them wait on each other.
+#define WR_SLOTS 16
+
+// The step history row at `row` (WR_SLOTS slots of WR_ACC values) reduced: its residual
+// (max under crit 2, else sum), dangling mass and mass, in every thread of the block (the
+// slots added by a fixed tree: every block gets the same values). Every thread of the
+// block must call it; a barrier must separate two calls.
+__device__ __forceinline__ void wr_slots_read(const double* row, const int crit,
+                                              double& res, double& dm, double& mass)
+{
+    __shared__ double s_row[3];
+    if (threadIdx.x < 32) {
+        const int k = threadIdx.x;
+        double r = 0.0, a = 0.0, b = 0.0;
+        if (k < WR_SLOTS) {
+            r = __ldcg(row + WR_ACC * k);
+            a = __ldcg(row + WR_ACC * k + 1);
+            b = __ldcg(row + WR_ACC * k + 2);
+        }
+        #pragma unroll
+        for (int off = WR_SLOTS / 2; off > 0; off >>= 1) {
+            const double r2 = __shfl_down_sync(0xffffffffu, r, off);
+            r = (crit == 2) ? fmax(r, r2) : r + r2;
+            a += __shfl_down_sync(0xffffffffu, a, off);
+            b += __shfl_down_sync(0xffffffffu, b, off);
+        }
+        if (k == 0) { s_row[0] = r; s_row[1] = a; s_row[2] = b; }
+    }
+    __syncthreads();
+    res = s_row[0];
+    dm = s_row[1];
+    mass = s_row[2];
+}
+
 // Whole solves in one cooperative launch: steps s_first..s_last (or until a step's
-// residual is below tol_cmp), the split rows' segments, then the rows, with a grid-wide
-// barrier after each phase; the residual test reads the step's reduced row of `hist`
-// after the barrier, so every block stops at the same step. Step s reads
-// (x, xs)[(s - 1) % 2] and writes (x, xs)[s % 2]; step 1 is plain (FIRST_DELTA when
-// delta), later steps delta or plain.
-template <typename IP, typename IX, typename T, bool WEIGHTED, int GROUP>
-__global__ void __launch_bounds__(256) wr_pull_solve(
+// residual is below tol_cmp), the split rows' segments, then the rows (staged:
+// wr_pull_rows_staged, warp w those from warp_rows[w]; nwarps warps, the launch's),
+// with a grid-wide barrier after each phase. Row s of `hist` holds WR_SLOTS slots of
+// step s's sums; the residual test reads the step's reduced row after the barrier, so
+// every block stops at the same step, and block 0 writes that residual to residuals[s]
+// (the host's copy: what the kernel tested). Step s reads (x, xs)[(s - 1) % 2] and writes
+// (x, xs)[s % 2]; step 1 is plain (FIRST_DELTA when delta), later steps delta or plain.
+// `start` (the first launch of a solve): x0 is copied into x_a, its gathered values
+// written to xs_a and its sums (residual infinite) to row 0 first; at the end of the
+// solve (converged, or at s_last of the `last_launch`) x is normalised in place
+// (partials: one double a block). The host's launches that did both cost more than the
+// passes.
+template <typename IP, typename IX, typename T, bool WEIGHTED>
+__global__ void __launch_bounds__(256, 4) wr_pull_solve(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
-    const T* __restrict__ vals, double* x_a, double* x_b, T* xs_a, T* xs_b,
-    const double* __restrict__ v, const double* __restrict__ d, const int uniform_v,
-    const int uniform_d, const double* __restrict__ inv_out, const double alpha,
-    const i64 nseg, const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
+    const T* __restrict__ vals, const IP* __restrict__ light_indptr,
+    const IX* __restrict__ light_indices, const T* __restrict__ light_vals, double* x_a,
+    double* x_b, T* xs_a, T* xs_b, const double* __restrict__ v,
+    const double* __restrict__ d, const int uniform_v, const int uniform_d,
+    const double* __restrict__ inv_out, const double alpha, const i64 nseg,
+    const i64* __restrict__ seg_row, const IP* __restrict__ seg_begin,
     const IP* __restrict__ seg_end, const i64 heavy_threshold, double* heavy_sum,
-    const int permuted, const IX* __restrict__ xs_pos, double* hist, const i64 s_first,
-    const i64 s_last, const int delta, const int crit, const double tol_cmp)
+    const int permuted, const IX* __restrict__ xs_pos, const i64* __restrict__ warp_rows,
+    const i64 nwarps, double* hist, double* residuals, const i64 s_first,
+    const i64 s_last, const int delta, const int crit, const double tol_cmp,
+    const int start, const double* __restrict__ x0, const int last_launch,
+    double* partials)
 {
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-    for (i64 s = s_first; s <= s_last; ++s) {
-        const double* prev = hist + WR_ACC * (s - 1);
-        if (__ldcg(prev) < tol_cmp) break;   // the same value in every block
+    constexpr i64 ROW = WR_ACC * WR_SLOTS;
+    if (start) {
+        // row 0's residual: none yet (infinite), added once
+        double res = (blockIdx.x == 0 && threadIdx.x == 0)
+                         ? __longlong_as_double(0x7ff0000000000000LL) : 0.0;
+        double dmass = 0.0, tmass = 0.0, amass = 0.0;
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (i64)gridDim.x * blockDim.x) {
+            const double xi = x0[i], si = inv_out[i];
+            x_a[i] = xi;
+            xs_a[permuted ? (i64)xs_pos[i] : i] = (T)(xi * si);
+            if (si == 0.0) dmass += xi;
+            tmass += xi;
+            amass += fabs(xi);
+        }
+        wr_block_accumulate(res, dmass, tmass, amass, crit,
+                            hist + WR_ACC * (blockIdx.x % WR_SLOTS));
+        grid.sync();
+    }
+    i64 s = s_first;
+    for (; ; ++s) {   // reads the rows of steps s_first - 1 .. s_last
+        double res, dm, mass;
+        wr_slots_read(hist + ROW * (s - 1), crit, res, dm, mass);
+        if (blockIdx.x == 0 && threadIdx.x == 0) residuals[s - 1] = res;
+        if (res < tol_cmp) break;   // the same values in every block
+        if (s > s_last) {
+            if (!last_launch) return;
+            break;
+        }
         const int in = (int)((s - 1) & 1);
         const T* xs_in = in ? xs_b : xs_a;
         if (nseg) {
@@ -202,14 +408,45 @@ __global__ void __launch_bounds__(256) wr_pull_solve(
             grid.sync();
         }
         const int mode = delta ? (s == 1 ? WR_FIRST_DELTA : WR_DELTA) : WR_PLAIN;
-        wr_pull_rows<IP, IX, T, WEIGHTED, GROUP, true>(
-            n, indptr, indices, vals, xs_in, in ? x_b : x_a, v, d, uniform_v, uniform_d,
-            inv_out, alpha, 1.0 / (double)n, __ldcg(prev + 1), __ldcg(prev + 2),
-            hist + WR_ACC * s, crit,
-            mode, in ? x_a : x_b, in ? xs_a : xs_b, heavy_threshold, heavy_sum, permuted,
-            xs_pos);
+        wr_pull_rows_staged<IP, IX, T, WEIGHTED, true>(
+            n, indptr, light_indptr, light_indices, light_vals, xs_in, in ? x_b : x_a, v,
+            d, uniform_v, uniform_d, inv_out, alpha, 1.0 / (double)n, dm, mass,
+            hist + ROW * s + WR_ACC * (blockIdx.x % WR_SLOTS), crit, mode, in ? x_a : x_b,
+            in ? xs_a : xs_b, heavy_threshold, heavy_sum, permuted, xs_pos, warp_rows,
+            nwarps);
         grid.sync();
     }
+    // the solve's end (converged, or its last step): the answer x_{s-1} scaled to sum 1
+    // where its sum is positive, the sum in a fixed order (each block's part by a fixed
+    // tree into partials[block], then the parts in block order in every block)
+    double* x_end = ((s - 1) & 1) ? x_b : x_a;
+    __shared__ double s_sum[32];
+    double part = 0.0;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (i64)gridDim.x * blockDim.x)
+        part += __ldcg(x_end + i);
+    for (int off = 16; off > 0; off >>= 1) part += __shfl_down_sync(0xffffffffu, part, off);
+    if (threadIdx.x % 32 == 0) s_sum[threadIdx.x / 32] = part;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double block = 0.0;
+        for (int w = 0; w < (int)(blockDim.x / 32); ++w) block += s_sum[w];
+        partials[blockIdx.x] = block;
+    }
+    grid.sync();
+    if (threadIdx.x < 32) {
+        double total = 0.0;
+        for (int b = threadIdx.x; b < (int)gridDim.x; b += 32) total += __ldcg(partials + b);
+        for (int off = 16; off > 0; off >>= 1)
+            total += __shfl_down_sync(0xffffffffu, total, off);
+        if (threadIdx.x == 0) s_sum[0] = total;
+    }
+    __syncthreads();
+    const double total = s_sum[0];
+    if (total > 0.0)
+        for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+             i += (i64)gridDim.x * blockDim.x)
+            x_end[i] = __ldcg(x_end + i) / total;
 }
 """
 
@@ -233,6 +470,8 @@ extern "C" __global__ void wr_archive(double* ring, const long long B, const int
 """
 
 GROUPS = (1, 2, 4, 8, 16, 32)
+#: slots of a persistent step's history row (WR_SLOTS above)
+SLOTS = 16
 #: the CSR's index types (indptr and indices each) and the gathered vector's storage types
 #: the backends instantiate the kernels for
 INDEX_TYPES = ("int32", "int64")
@@ -245,15 +484,19 @@ PULL_SOLVE = KernelArgs(SOURCE, "wr_pull_solve")
 ARCHIVE = KernelArgs(ARCHIVE_SOURCE, "wr_archive")
 
 
-def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int | None,
-                solve: bool = False) -> str:
-    """The template instantiation: the fused step, the heavy-row kernel (group None), or
-    the persistent whole-solve kernel (``solve``)."""
+def kernel_name(ip: str, ix: str, t: str, weighted: bool, group: int | None) -> str:
+    """The template instantiation: the fused step of ``group`` lanes per row, or the
+    heavy-row kernel (group None)."""
     w = "true" if weighted else "false"
     if group is None:
         return f"wr_heavy_rows<{CTYPE[ip]}, {CTYPE[ix]}, {CTYPE[t]}, {w}>"
-    kernel = "wr_pull_solve" if solve else "wr_fused_step"
-    return f"{kernel}<{CTYPE[ip]}, {CTYPE[ix]}, {CTYPE[t]}, {w}, {group}>"
+    return f"wr_fused_step<{CTYPE[ip]}, {CTYPE[ix]}, {CTYPE[t]}, {w}, {group}>"
+
+
+def solve_kernel_name(ip: str, ix: str, t: str, weighted: bool) -> str:
+    """The persistent whole-solve kernel's template instantiation."""
+    w = "true" if weighted else "false"
+    return f"wr_pull_solve<{CTYPE[ip]}, {CTYPE[ix]}, {CTYPE[t]}, {w}>"
 
 
 def pick_group(avg_degree: float) -> int:
@@ -276,9 +519,9 @@ def instantiations() -> list[tuple[str, str, bool]]:
     for ip, ix, t, weighted in itertools.product(INDEX_TYPES, INDEX_TYPES, VALUE_TYPES,
                                                  (False, True)):
         found.append((SOURCE, kernel_name(ip, ix, t, weighted, None), False))
-        for group in GROUPS:
-            found.append((SOURCE, kernel_name(ip, ix, t, weighted, group), False))
-            found.append((SOURCE, kernel_name(ip, ix, t, weighted, group, True), True))
+        found.extend((SOURCE, kernel_name(ip, ix, t, weighted, group), False)
+                     for group in GROUPS)
+        found.append((SOURCE, solve_kernel_name(ip, ix, t, weighted), True))
     return found
 
 
@@ -287,9 +530,12 @@ def get_archive_kernel():
     return compiled_kernel(ARCHIVE_SOURCE, "wr_archive")
 
 
-def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int | None,
-               solve: bool = False):
-    """The fused-step kernel for these types and lanes per row (None: heavy-row kernel;
-    ``solve``: the persistent kernel, compiled for a cooperative launch)."""
-    return compiled_kernel(SOURCE, kernel_name(ip, ix, t, weighted, group, solve),
-                           cooperative=solve)
+def get_kernel(ip: str, ix: str, t: str, weighted: bool, group: int | None):
+    """The fused-step kernel for these types and lanes per row (None: heavy-row kernel)."""
+    return compiled_kernel(SOURCE, kernel_name(ip, ix, t, weighted, group))
+
+
+def get_solve_kernel(ip: str, ix: str, t: str, weighted: bool):
+    """The persistent whole-solve kernel for these types, compiled for a cooperative
+    launch."""
+    return compiled_kernel(SOURCE, solve_kernel_name(ip, ix, t, weighted), cooperative=True)

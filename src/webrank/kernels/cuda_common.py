@@ -71,16 +71,17 @@ __device__ __forceinline__ bool wr_skip_step(
     return chunk != nullptr && step0 + (long long)(*chunk) * chunk_len > max_steps;
 }
 
-// The end of row `i` of a power step, given `sum` = (P^T xs)_i and xi = x[i]. `dm` and
-// `mass` are the dangling mass and mass of the vector the step read (of the change, in
-// delta mode). x_out and inv_out are indexed by i; xs_out by `slot` (a reordered gather
-// order, or the global id where x holds only a slice). Adds the row's residual term,
-// dangling mass, mass and absolute mass of what it writes to res, dmass, tmass, amass.
+// The end of row `i` of a power step, given `sum` = (P^T xs)_i, xi = x[i] and
+// s = inv_out[i] (read ahead by the caller). `dm` and `mass` are the dangling mass and
+// mass of the vector the step read (of the change, in delta mode). x_out is indexed by
+// i; xs_out by `slot` (a reordered gather order, or the global id where x holds only a
+// slice). Adds the row's residual term, dangling mass, mass and absolute mass of what it
+// writes to res, dmass, tmass, amass.
 template <typename T>
-__device__ __forceinline__ void wr_finish_row(
-    const i64 i, const i64 slot, const double sum, const double xi, const double alpha,
-    const double dm, const double mass, const double vi, const double di, const int mode,
-    double* __restrict__ x_out, T* __restrict__ xs_out, const double* __restrict__ inv_out,
+__device__ __forceinline__ void wr_finish_row_scaled(
+    const i64 i, const i64 slot, const double sum, const double xi, const double s,
+    const double alpha, const double dm, const double mass, const double vi,
+    const double di, const int mode, double* __restrict__ x_out, T* __restrict__ xs_out,
     const int crit, double& res, double& dmass, double& tmass, double& amass)
 {
     double t = alpha * sum + alpha * dm * di;
@@ -97,7 +98,6 @@ __device__ __forceinline__ void wr_finish_row(
         out = (mode == WR_FIRST_DELTA) ? change : t;
         diff = fabs(change);
     }
-    const double s = inv_out[i];
     xs_out[slot] = (T)(out * s);
     if (s == 0.0) dmass += out;
     tmass += out;
@@ -105,6 +105,18 @@ __device__ __forceinline__ void wr_finish_row(
     if (crit == 0) res += diff;
     else if (crit == 1) res += diff * diff;
     else res = fmax(res, diff);
+}
+
+// wr_finish_row_scaled with s read here: inv_out is indexed by i.
+template <typename T>
+__device__ __forceinline__ void wr_finish_row(
+    const i64 i, const i64 slot, const double sum, const double xi, const double alpha,
+    const double dm, const double mass, const double vi, const double di, const int mode,
+    double* __restrict__ x_out, T* __restrict__ xs_out, const double* __restrict__ inv_out,
+    const int crit, double& res, double& dmass, double& tmass, double& amass)
+{
+    wr_finish_row_scaled<T>(i, slot, sum, xi, inv_out[i], alpha, dm, mass, vi, di, mode,
+                            x_out, xs_out, crit, res, dmass, tmass, amass);
 }
 
 // Block reduction of a step's residual (max under crit 2, else sum) and one more sum of

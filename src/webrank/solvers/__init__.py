@@ -8,6 +8,7 @@ name in :data:`SOLVERS`; :func:`get_solver` validates a name before any work is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,7 +161,9 @@ _SOLVER_MODULES = (
 )
 
 
+@functools.cache
 def _load_all() -> None:
+    """Import the solver modules, once (a call costs a dictionary lookup after that)."""
     from importlib import import_module
 
     for module in _SOLVER_MODULES:

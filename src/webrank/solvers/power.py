@@ -29,4 +29,4 @@ def power(op: Any, x0: Any, *, tol: float, max_iter: int, criterion: str,
                     callback=callback)
     k = len(out.residuals)
     return SolverOutput(x=out.x, iterations=k, matvecs=k, residuals=out.residuals,
-                        converged=out.converged)
+                        converged=out.converged, normalized=out.normalized)

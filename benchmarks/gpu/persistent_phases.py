@@ -1,0 +1,112 @@
+"""The persistent kernel's step, phase by phase: what each costs, left out in turn.
+
+For each graph and heavy-row threshold, the persistent engine's kernel launched on its
+own for a fixed number of steps (no convergence test), four ways: as it runs; without
+the split rows' phase (no segments: that phase and its barrier left out); without the
+row pass's rows (every warp's range empty: the pass is its block sums and barrier); and
+with neither (the barriers and block sums alone). Differences give each phase's time.
+The answers of the cut launches are wrong by design; only their times are kept.
+
+    python benchmarks/gpu/persistent_phases.py [--graphs cnr-2000 web-NotreDame]
+        [--thresholds 32 64] [--row-costs 2 8] [--steps 116] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
+                repeats: int = 7) -> dict[str, float]:
+    """Microseconds a step of each of the four launches (CUDA events, median), the
+    warps' rows shared with ``row_cost`` (None: STAGED_ROW_COST's default)."""
+    import cupy as cp
+
+    from webrank.backends import EngineOptions, make_operator
+    from webrank.backends import gpu as gpu_backend
+    from webrank.kernels import cuda as kernels
+    from webrank.kernels.cuda_common import ACC_WIDTH
+
+    if row_cost is not None:
+        gpu_backend.STAGED_ROW_COST = row_cost
+    op = make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
+                       dtype="float32", options=EngineOptions.from_call(
+                           "persistent", {"heavy_threshold": threshold}))
+    pull, staged = op._pull, op._staged
+    h = pull.heavy
+    n = op.n
+    x = cp.full(n, 1.0 / n)
+    xb = cp.empty_like(x)
+    xs = pull.gather_vector(x)
+    xsb = cp.empty_like(xs)
+    hist = cp.zeros((steps + 2, kernels.SLOTS, ACC_WIDTH))
+    tested = cp.zeros(steps + 2)
+    no_rows = cp.zeros_like(staged["warp_rows"])
+    out = {}
+    for name, nseg, warp_rows in (("whole", pull.nseg, staged["warp_rows"]),
+                                  ("no_split_rows", 0, staged["warp_rows"]),
+                                  ("no_rows", pull.nseg, no_rows),
+                                  ("barriers_and_sums", 0, no_rows)):
+        args = kernels.PULL_SOLVE.pack(
+            n=n, indptr=op._g["indptr"], indices=pull.gather_indices, vals=op._vals,
+            light_indptr=staged["indptr"], light_indices=staged["indices"],
+            light_vals=staged["vals"], x_a=x, x_b=xb, xs_a=xs, xs_b=xsb, v=op._v, d=op._d,
+            uniform_v=op.uniform_v, uniform_d=op.uniform_d, inv_out=op._inv_out,
+            alpha=op.alpha, nseg=nseg, seg_row=h["seg_row"], seg_begin=h["begin"],
+            seg_end=h["end"], heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
+            permuted=False, xs_pos=pull.xs_pos, warp_rows=warp_rows, nwarps=op._nwarps,
+            hist=hist, residuals=tested, s_first=1, s_last=steps, delta=0, crit=0,
+            tol_cmp=-1.0, start=0, x0=x, last_launch=0, partials=op._partials)
+        times = []
+        for _ in range(repeats + 1):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            op._solve((op._solve_grid,), (256,), args)
+            b.record()
+            b.synchronize()
+            times.append(cp.cuda.get_elapsed_time(a, b))
+        out[name] = 1e3 * statistics.median(times[1:]) / steps
+    out["split_rows_phase"] = out["whole"] - out["no_split_rows"]
+    out["row_pass"] = out["whole"] - out["no_rows"]
+    out["segments"] = int(pull.nseg)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graphs", nargs="+", default=["cnr-2000", "web-NotreDame"])
+    ap.add_argument("--data", default=os.environ.get("WEBRANK_DATASETS", "."))
+    ap.add_argument("--thresholds", nargs="+", type=int, default=[32, 64])
+    ap.add_argument("--steps", type=int, default=116)
+    ap.add_argument("--row-costs", nargs="+", type=int, default=[None])
+    ap.add_argument("--out", default="persistent_phases.json")
+    args = ap.parse_args()
+    from gpu_graphs import device_graph
+
+    import webrank
+    from webrank.bench.env import environment, write_json
+
+    rows = []
+    for name in args.graphs:
+        family, _, scale = name.rpartition("-")
+        g = (device_graph(family, int(scale)) if family in ("rmat", "web") and scale.isdigit()
+             else webrank.load(Path(args.data) / f"{name}.txt.gz", device="gpu"))
+        for threshold, cost in itertools.product(args.thresholds, args.row_costs):
+            t = phase_times(g, threshold, args.steps, cost)
+            rows.append({"graph": name, "threshold": threshold, "row_cost": cost, **t})
+            print(f"{name} threshold {threshold} row cost {cost}: " + ", ".join(
+                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items())
+                + " (us a step)", flush=True)
+    write_json({"environment": environment(), "steps": args.steps, "rows": rows}, args.out)
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
