@@ -60,3 +60,16 @@ def device_graph(family: str, scale: int, device: int | None = None) -> Any:
         del src, dst
         cp.get_default_memory_pool().free_all_blocks()
     return g
+
+
+def graph_by_name(name: str, data: Any) -> Any:
+    """``rmat-S`` or ``web-S`` generated and built on the GPU (:func:`device_graph`), or
+    the real graph ``NAME.txt.gz`` of the folder ``data`` read for the GPU."""
+    from pathlib import Path
+
+    import webrank
+
+    family, _, scale = name.rpartition("-")
+    if family in ("rmat", "web") and scale.isdigit():
+        return device_graph(family, int(scale))
+    return webrank.load(Path(data) / f"{name}.txt.gz", device="gpu")

@@ -27,7 +27,6 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -276,9 +275,8 @@ def main() -> None:
     ap.add_argument("--out", default="link_split_try.json")
     args = ap.parse_args()
     import cupy as cp
-    from gpu_graphs import device_graph
+    from gpu_graphs import graph_by_name
 
-    import webrank
     from webrank.bench.env import environment, write_json
 
     t = time.perf_counter()
@@ -299,9 +297,7 @@ def main() -> None:
             rows_out.append({"variant": "barriers", "blocks_per_sm": per_sm,
                              "barriers_per_step": per_step, "us_per_step": 1e3 * ms / steps})
     for name in args.graphs:
-        family, _, scale = name.rpartition("-")
-        g = (device_graph(family, int(scale)) if family in ("rmat", "web") and scale.isdigit()
-             else webrank.load(Path(args.data) / f"{name}.txt.gz", device="gpu"))
+        g = graph_by_name(name, args.data)
         rows_out += graph_rows(mod, g, name, steps, args.repeats, args.blocks)
         del g
     write_json({"environment": environment(), "steps": steps, "rows": rows_out}, args.out)

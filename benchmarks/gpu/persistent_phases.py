@@ -17,10 +17,12 @@ import argparse
 import itertools
 import os
 import statistics
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpu_graphs import graph_by_name
+
+from webrank.bench.env import environment, write_json
 
 
 def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
@@ -79,6 +81,15 @@ def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
     return out
 
 
+def phase_row(g: Any, name: str, threshold: int, cost: int | None, steps: int) -> dict:
+    """One graph and setting's :func:`phase_times`, printed, as a JSON row."""
+    t = phase_times(g, threshold, steps, cost)
+    print(f"{name} threshold {threshold} row cost {cost}: " + ", ".join(
+        f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items())
+        + " (us a step)", flush=True)
+    return {"graph": name, "threshold": threshold, "row_cost": cost, **t}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", nargs="+", default=["cnr-2000", "web-NotreDame"])
@@ -88,22 +99,12 @@ def main() -> None:
     ap.add_argument("--row-costs", nargs="+", type=int, default=[None])
     ap.add_argument("--out", default="persistent_phases.json")
     args = ap.parse_args()
-    from gpu_graphs import device_graph
-
-    import webrank
-    from webrank.bench.env import environment, write_json
-
     rows = []
     for name in args.graphs:
-        family, _, scale = name.rpartition("-")
-        g = (device_graph(family, int(scale)) if family in ("rmat", "web") and scale.isdigit()
-             else webrank.load(Path(args.data) / f"{name}.txt.gz", device="gpu"))
-        for threshold, cost in itertools.product(args.thresholds, args.row_costs):
-            t = phase_times(g, threshold, args.steps, cost)
-            rows.append({"graph": name, "threshold": threshold, "row_cost": cost, **t})
-            print(f"{name} threshold {threshold} row cost {cost}: " + ", ".join(
-                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items())
-                + " (us a step)", flush=True)
+        g = graph_by_name(name, args.data)
+        rows += [phase_row(g, name, threshold, cost, args.steps)
+                 for threshold, cost in itertools.product(args.thresholds, args.row_costs)]
+        del g
     write_json({"environment": environment(), "steps": args.steps, "rows": rows}, args.out)
 
 

@@ -26,7 +26,6 @@ import itertools
 import os
 import statistics
 import time
-from pathlib import Path
 
 
 def main() -> None:
@@ -39,16 +38,14 @@ def main() -> None:
     ap.add_argument("--out", default="persistent_sweep.json")
     args = ap.parse_args()
     import cupy as cp
-    from gpu_graphs import device_graph
+    from gpu_graphs import graph_by_name
 
     import webrank
     from webrank.bench.env import environment, write_json
 
     rows = []
     for name in args.graphs:
-        family, _, scale = name.rpartition("-")
-        g = (device_graph(family, int(scale)) if family in ("rmat", "web") and scale.isdigit()
-             else webrank.load(Path(args.data) / f"{name}.txt.gz", device="gpu"))
+        g = graph_by_name(name, args.data)
         for threshold, reorder in itertools.product(args.thresholds, args.reorder):
             opts = {"heavy_threshold": threshold,
                     "reorder": None if reorder == "none" else reorder}
