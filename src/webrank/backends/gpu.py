@@ -745,9 +745,12 @@ class PersistentGPUOperator(GPUOperator):
     grid-wide barriers, with the residual test on the device
     (:mod:`webrank.kernels.cuda`'s ``wr_pull_solve``): one launch and one synchronisation
     per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
-    tens of microseconds. Takes the pull engine's options, and
-    ``launch_steps``: steps per launch (default: all of them, so a solve is one launch;
-    with a ``callback`` the default is 64, so that progress is reported).
+    tens of microseconds. Its row pass stages 32 rows' in-links at a time, each warp
+    taking rows of about equal work (:func:`staged_layout`); the first launch copies the
+    start vector in and the last normalises the answer. Takes the pull engine's
+    ``heavy_threshold`` (default :data:`PERSISTENT_HEAVY_THRESHOLD`) and ``reorder``,
+    and ``launch_steps``: steps per launch (default: all of them, so a solve is one
+    launch; with a ``callback`` the default is 64, so that progress is reported).
     """
 
     engine = "persistent"
