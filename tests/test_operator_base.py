@@ -51,3 +51,44 @@ def test_stream_row_chunks_cover_the_rows_each_as_full_as_it_may_be(degrees, chu
         assert links <= chunk_edges or b == a + 1
         if b < n:
             assert indptr[b + 1] - indptr[a] > chunk_edges
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 300), min_size=1, max_size=300), st.integers(0, 120),
+       st.integers(1, 40), st.booleans())
+def test_staged_rows_keep_the_light_rows_links_and_share_the_work(degrees, threshold,
+                                                                  nwarps, weighted):
+    """The persistent engine's staged layout: each light row's in-links (and values) as
+    in the CSR, the split rows' ranges empty, the CSR itself where none is split; the
+    warps' row ranges consecutive, covering every row, each share of links plus
+    STAGED_ROW_COST a row within one row's cost of an equal split."""
+    from webrank.backends.gpu import STAGED_ROW_COST, staged_rows
+
+    rng = np.random.default_rng(len(degrees) + threshold)
+    deg = np.asarray(degrees, dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int32)
+    indices = rng.integers(0, deg.size, int(deg.sum())).astype(np.int32)
+    vals = rng.random(indices.size).astype(np.float32) if weighted else None
+    out = staged_rows(indptr, indices, vals, threshold, nwarps)
+    light_ptr = out["indptr"]
+    if out["indices"] is None:  # no row split: the CSR is its own light CSR
+        assert (deg <= threshold).all() and light_ptr is indptr
+        light_idx, light_vals = indices, vals
+    else:
+        light_idx, light_vals = out["indices"], out["vals"]
+        assert light_ptr.dtype == indptr.dtype and light_idx.size == light_ptr[-1]
+    for r, d in enumerate(deg):
+        a, b = light_ptr[r], light_ptr[r + 1]
+        if d > threshold:
+            assert a == b
+            continue
+        np.testing.assert_array_equal(light_idx[a:b], indices[indptr[r]:indptr[r + 1]])
+        if weighted:
+            np.testing.assert_array_equal(light_vals[a:b], vals[indptr[r]:indptr[r + 1]])
+    rows = out["warp_rows"]
+    assert rows.size == nwarps + 1 and rows[0] == 0 and rows[-1] == deg.size
+    assert np.all(np.diff(rows) >= 0)
+    cost = np.arange(deg.size + 1) * STAGED_ROW_COST + light_ptr.astype(np.int64)
+    most = STAGED_ROW_COST + int(np.diff(light_ptr).max(initial=0))  # one row's cost
+    shares = np.diff(cost[rows])
+    assert np.all(np.abs(shares - cost[-1] / nwarps) <= most + 1)

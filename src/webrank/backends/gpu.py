@@ -126,38 +126,51 @@ STAGED_ROW_COST = 2
 def staged_layout(indptr: Any, indices: Any, vals: Any, weighted: bool, threshold: int,
                   nwarps: int) -> dict[str, Any]:
     """What the persistent kernel's staged row pass reads (``wr_pull_rows_staged``), on
-    the device:
-
-    * the in-link CSR of the rows of at most ``threshold`` in-links, the other rows'
-      ranges empty (``indptr``, ``indices``, ``vals``: the links' values, or ``vals``
-      itself for an unweighted graph), so that any 32 consecutive rows' in-links are
-      contiguous; the split rows keep theirs in the full CSR (the CSR itself where no row
-      is split);
-    * ``warp_rows``: the first row of each of ``nwarps`` warps and the end (int64),
-      ranges of about equal in-links plus :data:`STAGED_ROW_COST` a row.
-
-    Made on the host (the engine runs graphs held in L2) and copied up."""
+    the device: :func:`staged_rows` of the graph's CSR (``vals``: the links' values, or
+    one placeholder for an unweighted graph), made on the host (the engine runs graphs
+    held in L2) and copied up; where no row is split, the CSR itself stands for the
+    light rows' CSR."""
     import cupy as cp
 
-    ptr = to_host(indptr)
-    deg = np.diff(ptr)
+    host = staged_rows(to_host(indptr), indices, vals if weighted else None, threshold,
+                       nwarps)
+    out = {"warp_rows": cp.asarray(host["warp_rows"])}
+    if host["indices"] is None:
+        out.update(indptr=indptr, indices=indices, vals=vals)
+    else:
+        out.update(indptr=cp.asarray(host["indptr"]), indices=cp.asarray(host["indices"]),
+                   vals=cp.asarray(host["vals"]) if weighted else vals)
+    return out
+
+
+def staged_rows(indptr: np.ndarray, indices: Any, vals: Any, threshold: int,
+                nwarps: int) -> dict[str, Any]:
+    """The staged row pass's layout, on the host (``indices`` and ``vals``, the links'
+    values or None, on either device: copied down only where a row is split):
+
+    * the in-link CSR of the rows of at most ``threshold`` in-links, the other rows'
+      ranges empty (``indptr``, ``indices``, ``vals``: None for an unweighted graph), so
+      that any 32 consecutive rows' in-links are contiguous; the split rows keep theirs in
+      the full CSR. ``indices`` is None where no row is split (the CSR is its own);
+    * ``warp_rows``: the first row of each of ``nwarps`` warps and the end (int64),
+      ranges of about equal in-links plus :data:`STAGED_ROW_COST` a row."""
+    deg = np.diff(indptr)
     light = deg <= threshold
     if light.all():
-        light_ptr = ptr
-        out = {"indptr": indptr, "indices": indices, "vals": vals}
+        light_ptr = indptr
+        out: dict[str, Any] = {"indptr": indptr, "indices": None, "vals": None}
     else:
         keep = np.repeat(light, deg)
-        light_ptr = np.zeros_like(ptr)
+        light_ptr = np.zeros_like(indptr)
         np.cumsum(np.where(light, deg, 0), out=light_ptr[1:])
-        out = {"indptr": cp.asarray(light_ptr),
-               "indices": cp.asarray(to_host(indices)[keep]),
-               "vals": cp.asarray(to_host(vals)[keep]) if weighted else vals}
+        out = {"indptr": light_ptr, "indices": to_host(indices)[keep],
+               "vals": None if vals is None else to_host(vals)[keep]}
     n = deg.size
     cost = np.arange(n + 1, dtype=np.int64) * STAGED_ROW_COST + light_ptr
     targets = np.arange(nwarps + 1, dtype=np.int64) * int(cost[-1]) // nwarps
     warp_rows = np.searchsorted(cost, targets, side="left").astype(np.int64)
     warp_rows[-1] = n
-    out["warp_rows"] = cp.asarray(warp_rows)
+    out["warp_rows"] = warp_rows
     return out
 
 
