@@ -85,7 +85,6 @@ TIMELINE = (
     ("webrank.ranking", "_scores"), ("webrank.ranking", "PageRankResult"),
     ("webrank.backends.gpu", "cls:OnGPU.full"), ("webrank.backends.gpu",
                                                   "cls:OnGPU.synchronize"),
-    ("webrank.backends.gpu", "cls:OnGPU._landing_during_solve"),
     ("webrank.backends.gpu", "cls:OnGPU.scores_to_host"),
     ("webrank.backends.gpu", "cls:OnGPU.normalized"),
     ("webrank.backends.gpu", "cls:PersistentGPUOperator.power_steps"),

@@ -809,7 +809,7 @@ class PersistentGPUOperator(GPUOperator):
         with self._stream:
             # the first launch copies x into xa, its gathered values into xsa and its sums
             # into row 0 of hist
-            x0 = x if gpu_arrays.is_device_vector(x) else gpu_arrays.copy_vector(x)
+            x0 = x if gpu_arrays.is_device_float64(x) else gpu_arrays.copy_vector(x)
             xa, xb = cp.empty(self.n), cp.empty(self.n)
             xsa, xsb = cp.empty(self.n, dtype=self.dtype), cp.empty(self.n, dtype=self.dtype)
             # row s: kernels.SLOTS slots of (residual, dangling mass, mass, L1 norm) after

@@ -60,7 +60,7 @@ __all__ = [
     "gemv",
     "google_product",
     "heavy_rows",
-    "is_device_vector",
+    "is_device_float64",
     "node_scale",
     "norm",
     "normalized",
@@ -122,6 +122,7 @@ def _device_attribute(device: int, name: str) -> int:
     import cupy as cp
 
     return int(cp.cuda.Device(device).attributes[name])
+
 
 def _launch(name: str, n: int, args: tuple, family: Any = ka) -> None:
     launch_strided(family.get_kernel(name), n, family.BLOCK, args)
@@ -237,13 +238,12 @@ class HostLanding:
         self._future = self._pinned = None
 
 
-def is_device_vector(x: Any) -> bool:
-    """Whether ``x`` is a contiguous float64 vector on the device (what a kernel of ours
-    may read as it is)."""
+def is_device_float64(x: Any) -> bool:
+    """Whether ``x`` is a C-contiguous float64 array on the device (what a kernel of ours
+    may read as it is, and a memcpy may copy)."""
     import cupy as cp
 
-    return (isinstance(x, cp.ndarray) and x.dtype == np.float64 and x.ndim == 1
-            and x.flags.c_contiguous)
+    return isinstance(x, cp.ndarray) and x.dtype == np.float64 and x.flags.c_contiguous
 
 
 def copy_vector(x: Any) -> Any:
@@ -254,7 +254,7 @@ def copy_vector(x: Any) -> Any:
 
     if isinstance(x, np.ndarray):
         return cp.asarray(np.ascontiguousarray(x, dtype=np.float64))
-    if isinstance(x, cp.ndarray) and x.dtype == np.float64 and x.flags.c_contiguous:
+    if is_device_float64(x):
         out = cp.empty_like(x)
         cp.copyto(out, x)
         return out
