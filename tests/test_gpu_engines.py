@@ -128,6 +128,42 @@ def test_persistent_staging_across_its_windows(rng, weighted):
         assert np.abs(r.scores - ref.scores).sum() < 1e-10, (threshold, weighted)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_persistent_split_rows_summed_by_many_warps(rng, weighted):
+    """The persistent step's split rows: a row cut into hundreds of segments, summed by
+    as many warps with atomics, rows of one segment, and a threshold that splits nearly
+    every row. Every step's sums as the CPU's float64 over launches of a few steps; after
+    a solve the per-row sums are zero again, so a second solve on the operator gives the
+    same answer."""
+    import cupy as cp
+
+    from webrank.backends import EngineOptions, make_operator
+
+    n = 20000
+    degree = rng.choice([0, 2, 5, 70, 300, 600], size=n)
+    degree[[7, 4000, 9000, 15000, n - 1]] = [120_000, 30_000, 5_000, 257, 256]
+    dst = np.repeat(np.arange(n), degree)
+    src = rng.integers(0, n, dst.size)
+    w = rng.random(dst.size) + 0.1 if weighted else None
+    g = webrank.Graph.from_edges(src, dst, w, num_nodes=n, node_ids="range")
+    ref = reference(g)
+    for opts in ({}, {"launch_steps": 3}, {"heavy_threshold": 4}):
+        r = webrank.pagerank(g, device="gpu", engine="persistent", dtype="float64",
+                             tol=1e-12, engine_options=opts)
+        assert r.info["engine"] == "persistent" and r.converged
+        assert np.abs(r.scores - ref.scores).sum() < 1e-10, (opts, weighted)
+    op = make_operator(g, device="gpu", alpha=0.85, personalization=None, dangling=None,
+                       dtype="float64", options=EngineOptions.from_call("persistent", {}))
+    x0 = cp.full(n, 1.0 / n)
+    first = op.power_steps(x0, tol=1e-12, max_steps=1000, criterion="l1")
+    a = cp.asnumpy(first.x)
+    assert int(cp.count_nonzero(op._pull.heavy_sum)) == 0
+    again = op.power_steps(x0, tol=1e-12, max_steps=1000, criterion="l1")
+    assert first.residuals.size == again.residuals.size
+    np.testing.assert_allclose(cp.asnumpy(again.x), a, rtol=1e-12, atol=1e-15)
+    assert np.abs(a - ref.scores).sum() < 1e-10
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_persistent_steps_see_every_write_of_the_step_before(rng, dtype):
     """The persistent kernel gathers with plain loads, which may hit L1, after each
@@ -172,6 +208,96 @@ def test_other_methods_run_on_the_new_engines(rng):
         for method in ("gmres", "adaptive", "fixed", "aitken"):
             r = webrank.pagerank(g, device="gpu", engine=engine, method=method, tol=1e-10)
             assert np.abs(r.scores - ref.scores).sum() < 1e-8, (engine, method)
+
+
+def _kept(g):
+    """The operators kept on ``g`` between calls, by key."""
+    return {k: slot.op for k, slot in g._cache.items()
+            if isinstance(k, tuple) and k[2:3] == ("operator",) and slot.op is not None}
+
+
+def _in_threads(g, k):
+    """The scores of ``k`` calls on ``g`` from as many threads at once."""
+    import threading
+
+    out = [None] * k
+    barrier = threading.Barrier(k)
+
+    def call(i):
+        barrier.wait()
+        out[i] = webrank.pagerank(g, device="gpu", tol=1e-12).scores
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(k)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(o is not None for o in out)
+    return out
+
+
+def test_persistent_operator_kept_between_calls(rng):
+    """A warm call takes the persistent operator the call before kept on the graph: the
+    same answers as a fresh operator, a call of other parameters an operator of its own,
+    nothing of the graph held while kept, a call that fails does not keep it, and calls
+    from several threads at once each get one (the kept one, or their own)."""
+    g = random_graph(rng, 20000, 150000)
+    ref = reference(g)
+    first = webrank.pagerank(g, device="gpu", tol=1e-12)
+    assert first.info["engine"] == "persistent"
+    (key, op), = _kept(g).items()
+    assert op.graph is None and op.matrix.graph is None and op._pull.matrix.graph is None
+    again = webrank.pagerank(g, device="gpu", tol=1e-12)
+    assert _kept(g)[key] is op and again.iterations == first.iterations
+    for r in (first, again):
+        assert np.abs(r.scores - ref.scores).sum() < 1e-10
+    # other parameters: an operator of their own, the same answers as the CPU's
+    for kw in ({"alpha": 0.9}, {"dtype": "float32"}, {"criterion": "linf"},
+               {"engine_options": {"launch_steps": 5}}):
+        r = webrank.pagerank(g, device="gpu", tol=1e-11, **kw)
+        cpu = webrank.pagerank(g, device="cpu", tol=1e-13,
+                               **{k: v for k, v in kw.items() if k != "engine_options"})
+        assert np.abs(r.scores - cpu.scores).sum() < (1e-6 if "dtype" in kw else 1e-10), kw
+    assert len(_kept(g)) == 4  # (the criterion is not the operator's)
+    # personalized calls and other methods build their own each time
+    webrank.pagerank(g, device="gpu", personalization=rng.random(g.n))
+    webrank.pagerank(g, device="gpu", method="gmres", tol=1e-9)
+    assert len(_kept(g)) == 4
+    # a call that fails does not keep its operator; the next builds a fresh one
+
+    class Stop(Exception):
+        pass
+
+    def stop(k, res):
+        raise Stop
+
+    with pytest.raises(Stop):
+        webrank.pagerank(g, device="gpu", tol=1e-12, callback=stop)
+    assert key not in _kept(g)
+    r = webrank.pagerank(g, device="gpu", tol=1e-12)
+    assert np.abs(r.scores - ref.scores).sum() < 1e-10 and key in _kept(g)
+    # threads at once: each gets an operator (the kept one, or its own), all right
+    for scores in _in_threads(g, 4):
+        assert np.abs(scores - ref.scores).sum() < 1e-10
+
+
+def test_kept_operator_does_not_hold_its_graph(rng):
+    """The operator kept on a graph has no reference back to it: dropping the graph
+    frees it, and its device memory, at once (no garbage collection needed)."""
+    import gc
+    import weakref
+
+    g = random_graph(rng, 5000, 40000)
+    for _ in range(2):
+        webrank.pagerank(g, device="gpu", tol=1e-10)
+    assert _kept(g)
+    gc.disable()
+    try:
+        alive = weakref.ref(g)
+        del g
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 def test_auto_engine_and_option_errors(rng):

@@ -57,6 +57,7 @@ def persistent_grid_sweep(path: Path, per_sm: tuple[int, ...] = (1, 2, 4, 8)) ->
 
     g = webrank.load(path)
     out = []
+    default = gpu.PERSISTENT_BLOCKS_PER_SM
     for blocks in per_sm:
         gpu.PERSISTENT_BLOCKS_PER_SM = blocks
         times = {}
@@ -71,7 +72,7 @@ def persistent_grid_sweep(path: Path, per_sm: tuple[int, ...] = (1, 2, 4, 8)) ->
             times[k] = statistics.median(runs[1:])
         out.append({"blocks_per_sm": blocks,
                     "ms_per_step": 1e3 * (times[449] - times[65]) / 384})
-    gpu.PERSISTENT_BLOCKS_PER_SM = 4
+    gpu.PERSISTENT_BLOCKS_PER_SM = default
     return out
 
 

@@ -6,9 +6,14 @@ the split rows' phase (no segments: that phase and its barrier left out); withou
 row pass's rows (every warp's range empty: the pass is its block sums and barrier); and
 with neither (the barriers and block sums alone). Differences give each phase's time.
 The answers of the cut launches are wrong by design; only their times are kept.
+``--block-threads 256 1024``: the same kernel built for blocks of that many threads
+(``kernels.solve_source``), as many warps in all (1024 threads a multiprocessor): more
+or fewer arrivals at each grid-wide barrier, more or fewer block sums. Blocks of 1024
+stage float32 values only (static shared memory).
 
     python benchmarks/gpu/persistent_phases.py [--graphs cnr-2000 web-NotreDame]
-        [--thresholds 32 64] [--row-costs 2 8] [--steps 116] [--out FILE.json]
+        [--thresholds 32 64] [--row-costs 2 8] [--block-threads 256 512 1024]
+        [--steps 116] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -25,10 +30,31 @@ from gpu_graphs import graph_by_name
 from webrank.bench.env import environment, write_json
 
 
+def block_variant(op: Any, threads: int) -> tuple[Any, int]:
+    """The persistent kernel of ``op`` built for blocks of ``threads`` threads, and its
+    grid: as many blocks a multiprocessor as fit, at most 1024 threads' worth."""
+    import cupy as cp
+
+    from webrank.kernels import cuda as kernels
+    from webrank.kernels.cuda_common import compiled_kernel
+
+    if threads == kernels.SOLVE_BLOCK:
+        return op._solve, op._solve_grid
+    source = kernels.solve_source(threads)
+    g = op.graph
+    kernel = compiled_kernel(source, kernels.solve_kernel_name(
+        g.indptr.dtype.name, g.indices.dtype.name, op.dtype.name, op._weighted),
+        cooperative=True)
+    per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        kernel.kernel.ptr, threads, 0)
+    return kernel, int(min(per_sm, 1024 // threads) * op._sms)
+
+
 def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
-                repeats: int = 7) -> dict[str, float]:
+                threads: int | None = None, repeats: int = 7) -> dict[str, float]:
     """Microseconds a step of each of the four launches (CUDA events, median), the
-    warps' rows shared with ``row_cost`` (None: STAGED_ROW_COST's default)."""
+    warps' rows shared with ``row_cost`` (None: STAGED_ROW_COST's default), blocks of
+    ``threads`` threads (None: the engine's)."""
     import cupy as cp
 
     from webrank.backends import EngineOptions, make_operator
@@ -42,6 +68,10 @@ def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
                        dtype="float32", options=EngineOptions.from_call(
                            "persistent", {"heavy_threshold": threshold}))
     pull, staged = op._pull, op._staged
+    threads = threads or kernels.SOLVE_BLOCK
+    kernel, grid = block_variant(op, threads)
+    if grid * threads // 32 != op._nwarps:
+        raise SystemExit(f"blocks of {threads}: {grid} fit, not {op._nwarps} warps")
     h = pull.heavy
     n = op.n
     x = cp.full(n, 1.0 / n)
@@ -70,7 +100,7 @@ def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
         for _ in range(repeats + 1):
             a, b = cp.cuda.Event(), cp.cuda.Event()
             a.record()
-            op._solve((op._solve_grid,), (256,), args)
+            kernel((grid,), (threads,), args)
             b.record()
             b.synchronize()
             times.append(cp.cuda.get_elapsed_time(a, b))
@@ -81,13 +111,15 @@ def phase_times(g: Any, threshold: int, steps: int, row_cost: int | None = None,
     return out
 
 
-def phase_row(g: Any, name: str, threshold: int, cost: int | None, steps: int) -> dict:
+def phase_row(g: Any, name: str, threshold: int, cost: int | None, threads: int | None,
+              steps: int) -> dict:
     """One graph and setting's :func:`phase_times`, printed, as a JSON row."""
-    t = phase_times(g, threshold, steps, cost)
-    print(f"{name} threshold {threshold} row cost {cost}: " + ", ".join(
+    t = phase_times(g, threshold, steps, cost, threads)
+    print(f"{name} threshold {threshold} row cost {cost} blocks of {threads}: " + ", ".join(
         f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in t.items())
         + " (us a step)", flush=True)
-    return {"graph": name, "threshold": threshold, "row_cost": cost, **t}
+    return {"graph": name, "threshold": threshold, "row_cost": cost,
+            "block_threads": threads, **t}
 
 
 def main() -> None:
@@ -97,13 +129,15 @@ def main() -> None:
     ap.add_argument("--thresholds", nargs="+", type=int, default=[32, 64])
     ap.add_argument("--steps", type=int, default=116)
     ap.add_argument("--row-costs", nargs="+", type=int, default=[None])
+    ap.add_argument("--block-threads", nargs="+", type=int, default=[None])
     ap.add_argument("--out", default="persistent_phases.json")
     args = ap.parse_args()
     rows = []
     for name in args.graphs:
         g = graph_by_name(name, args.data)
-        rows += [phase_row(g, name, threshold, cost, args.steps)
-                 for threshold, cost in itertools.product(args.thresholds, args.row_costs)]
+        rows += [phase_row(g, name, threshold, cost, threads, args.steps)
+                 for threshold, cost, threads in itertools.product(
+                     args.thresholds, args.row_costs, args.block_threads)]
         del g
     write_json({"environment": environment(), "steps": args.steps, "rows": rows}, args.out)
 

@@ -7,10 +7,11 @@ wraps the answer in a :class:`~webrank.result.PageRankResult`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -208,25 +209,26 @@ def pagerank(
         raise ValueError("the graph's arrays are on the GPU: use device='gpu', or "
                          "graph.to_host() for the CPU")
     t0 = time.perf_counter()
-    op = _operator(graph, gpus, device, spec, alpha, v, d, dtype, tuning)
-    op.require(spec.requires, method)
-    # the uniform start is made where it is used (no n-vector copy to the device)
-    x0_dev = op.full(1.0 / graph.n) if x0 is None else op.asarray(x0)
-    op.prepare_steps()
-    op.synchronize()
-    t1 = time.perf_counter()
-    with op.solving():
-        out = spec.solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
-                         callback=callback, **options)
-    op.synchronize()
-    t2 = time.perf_counter()
+    with _operator(graph, gpus, device, spec, alpha, v, d, dtype, tuning) as op:
+        op.require(spec.requires, method)
+        # the uniform start is made where it is used (no n-vector copy to the device)
+        x0_dev = op.full(1.0 / graph.n) if x0 is None else op.asarray(x0)
+        op.prepare_steps()
+        op.synchronize()
+        t1 = time.perf_counter()
+        with op.solving():
+            out = spec.solve(op, x0_dev, tol=tol, max_iter=max_iter, criterion=criterion,
+                             callback=callback, **options)
+        op.synchronize()
+        t2 = time.perf_counter()
+        scores, info = _scores(op, out), merged_info(op.info, out.info, gpus_info)
     result = PageRankResult(
-        scores=_scores(op, out), iterations=out.iterations, converged=out.converged,
+        scores=scores, iterations=out.iterations, converged=out.converged,
         residuals=np.asarray(out.residuals, dtype=np.float64), elapsed=t2 - t1,
         device=device, dtype=dtype_name(dtype), method=out.info.get("method", method),
         criterion=criterion, tol=tol, alpha=alpha, matvecs=out.matvecs, setup_time=t1 - t0,
-        device_name=device_name(device), graph=graph,
-        info=merged_info(op.info, out.info, gpus_info), personalization=v, dangling=d)
+        device_name=device_name(device), graph=graph, info=info, personalization=v,
+        dangling=d)
     if not result.converged and raise_on_nonconvergence:
         raise ConvergenceError(result)
     return result
@@ -262,20 +264,41 @@ def gpus_for_call(graph: Graph, gpus: Any, *, force: bool, device: str, method: 
     return used, {"gpus": used, "gpus_asked": gpus, "gpus_reason": reason}
 
 
+#: the methods whose GPU operator a call may keep on the graph for the next one (they use
+#: its power steps only)
+KEPT_OPERATOR_METHODS = ("auto", "power")
+
+
+@contextlib.contextmanager
 def _operator(graph: Graph, gpus: int, device: str, spec: SolverSpec, alpha: float, v: Any,
-              d: Any, dtype: str, tuning: EngineOptions) -> Any:
+              d: Any, dtype: str, tuning: EngineOptions) -> Iterator[Any]:
     """The operator of a call: the graph split across ``gpus`` GPUs of this host
     (:mod:`webrank.distributed`), else ``device``'s, with the engine ``tuning`` asks for
-    (checked for the device; the hybrid method has an operator of its own)."""
+    (checked for the device; the hybrid method has an operator of its own). On one GPU,
+    for the power method with uniform teleport and dangling distributions, the operator
+    an earlier call with the same alpha, precision and options kept on the graph
+    (:func:`~webrank.backends.gpu_engines.kept_operator`: the persistent engine's)."""
     if gpus > 1:
         from webrank.distributed.run import multi_gpu_operator
 
         check_every = CHECK_EVERY if tuning.check_every is None else tuning.check_every
-        return multi_gpu_operator(graph, gpus, alpha, v, d, dtype, check_every=check_every,
-                                  engine=tuning.engine)
+        yield multi_gpu_operator(graph, gpus, alpha, v, d, dtype, check_every=check_every,
+                                 engine=tuning.engine)
+        return
     options = tuning.for_device(device, dtype, hybrid=spec.operator == "hybrid")
-    return make_operator(graph, device=device, alpha=alpha, personalization=v, dangling=d,
-                         dtype=dtype, options=options)
+
+    def build() -> Any:
+        return make_operator(graph, device=device, alpha=alpha, personalization=v,
+                             dangling=d, dtype=dtype, options=options)
+
+    if (device != "gpu" or v is not None or d is not None
+            or spec.name not in KEPT_OPERATOR_METHODS):
+        yield build()
+        return
+    from webrank.backends.gpu_engines import kept_operator
+
+    with kept_operator(graph, (float(alpha), dtype_name(dtype), options), build) as op:
+        yield op
 
 
 def _scores(op: Any, out: Any) -> np.ndarray:

@@ -12,6 +12,7 @@ instead of synchronising each step.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,8 +39,10 @@ HEAVY_THRESHOLD = 64  # in-links above which a row goes to warps of its own
 #: to twice as slow (benchmarks/gpu/persistent_sweep.py, persistent_phases.py)
 PERSISTENT_HEAVY_THRESHOLD = 64
 HEAVY_SEGMENT = 256  # in-links per warp in such a row
-#: blocks per multiprocessor of the persistent kernel (at most what fits)
-PERSISTENT_BLOCKS_PER_SM = 4
+#: blocks per multiprocessor of the persistent kernel (at most what fits), of
+#: kernels.SOLVE_BLOCK threads: 1024 threads a multiprocessor, as many as its registers
+#: allow
+PERSISTENT_BLOCKS_PER_SM = 2
 # "auto" reorders graphs with at least this many edges (R-MAT 19 and up): smaller ones
 # keep their gathered vector in L2 anyway (measured in docs/benchmarks.md)
 REORDER_MIN_EDGES = 2**23
@@ -519,6 +522,31 @@ class GPUOperator(OnGPU, PageRankOperator):
         self.info: dict[str, Any] = {"engine": self.engine}
         self._pull: PullStep | None = None
 
+    #: whether a call may keep this operator on its graph for the next call with the same
+    #: parameters (:func:`webrank.backends.gpu_engines.kept_operator`)
+    keep_between_calls = False
+
+    def detach(self) -> None:
+        """Drop this operator's references to its graph, to be kept on the graph between
+        calls: a reference back from the graph's cache would hold the graph, and its
+        device memory, until a full garbage collection."""
+        self._bind_graph(None)
+
+    def attach(self, graph: Graph) -> None:
+        """Take this operator, kept on ``graph``, for a call: the graph back, and the
+        calling thread's stream (another thread's call may have made it)."""
+        self._bind_graph(graph)
+        stream = gpu_arrays.work_stream()
+        if stream is not self._stream:
+            self._stream = stream
+            self.replay = dataclasses.replace(self.replay, stream=stream)
+
+    def _bind_graph(self, graph: Graph | None) -> None:
+        self.graph = graph
+        self.matrix = dataclasses.replace(self.matrix, graph=graph)
+        if self._pull is not None:
+            self._pull.matrix = self.matrix
+
     def pull_step(self) -> PullStep:
         """The pull step whose row split the adaptive and fixed-point steps use: the
         engine's own, else one with the default tuning in the graph's order, made on
@@ -767,6 +795,8 @@ class PersistentGPUOperator(GPUOperator):
     """
 
     engine = "persistent"
+    # its setup is 5-10% of a small graph's whole warm call
+    keep_between_calls = True
 
     def __init__(self, graph: Graph, alpha: float, personalization: np.ndarray | None,
                  dangling: np.ndarray | None, dtype: str, options: EngineOptions) -> None:
@@ -780,11 +810,11 @@ class PersistentGPUOperator(GPUOperator):
         ip, ix = g.indptr.dtype.name, g.indices.dtype.name
         self._solve = kernels.get_solve_kernel(ip, ix, self.dtype.name, self._weighted)
         per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            self._solve.kernel.ptr, BLOCK, 0)
+            self._solve.kernel.ptr, kernels.SOLVE_BLOCK, 0)
         # fewer blocks than fit: a grid-wide barrier costs about one atomic per block
         self._solve_grid = int(max(1, min(per_sm, PERSISTENT_BLOCKS_PER_SM)) * self._sms)
         self.info["persistent_grid"] = self._solve_grid
-        self._nwarps = self._solve_grid * (BLOCK // 32)
+        self._nwarps = self._solve_grid * (kernels.SOLVE_BLOCK // 32)
         self._partials = cp.empty(self._solve_grid)  # the normalising sum, by block
         threshold = pull.threshold
         light_bytes = 0 if not pull.n_heavy else (
@@ -796,6 +826,18 @@ class PersistentGPUOperator(GPUOperator):
             light_bytes + 8 * (self._nwarps + 1),
             lambda: staged_layout(self._g["indptr"], pull.gather_indices, self._vals,
                                   self._weighted, threshold, self._nwarps))
+        h, staged = pull.heavy, self._staged
+        # the launch's arguments that stay from call to call, cast once
+        self._solve_args = kernels.PULL_SOLVE.bind(
+            n=self.n, indptr=self._g["indptr"], indices=pull.gather_indices,
+            vals=self._vals, light_indptr=staged["indptr"], light_indices=staged["indices"],
+            light_vals=staged["vals"], v=self._v, d=self._d, uniform_v=self.uniform_v,
+            uniform_d=self.uniform_d, inv_out=self._inv_out, alpha=self.alpha,
+            nseg=pull.nseg, seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
+            heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
+            permuted=pull.reorder is not None, xs_pos=pull.xs_pos,
+            warp_rows=staged["warp_rows"], nwarps=self._nwarps, delta=self.delta_steps,
+            partials=self._partials)
 
     def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
                     callback: Any = None) -> StepsResult:
@@ -804,8 +846,6 @@ class PersistentGPUOperator(GPUOperator):
             return self.no_steps(x)
         test = StopTest.of(criterion, tol)
         batch = self.launch_steps or (64 if callback is not None else max_steps)
-        pull = self._pull
-        h = pull.heavy
         with self._stream:
             # the first launch copies x into xa, its gathered values into xsa and its sums
             # into row 0 of hist
@@ -817,25 +857,17 @@ class PersistentGPUOperator(GPUOperator):
             hist = cp.zeros((max_steps + 1, kernels.SLOTS, ACC_WIDTH), dtype=np.float64)
             # entry s: step s's residual as the kernel reduced and tested it
             tested = cp.zeros(max_steps + 1, dtype=np.float64)
-            pull.heavy_sum.fill(0)
+            # (the split rows' sums, heavy_sum, are zero: each step clears what it read)
             first, stop = 1, None
             kept: list[np.ndarray] = []  # the residuals of each launch, as copied back
             while stop is None and first <= max_steps:
                 last = min(first + batch - 1, max_steps)
-                self._solve((self._solve_grid,), (BLOCK,), kernels.PULL_SOLVE.pack(
-                    n=self.n, indptr=self._g["indptr"], indices=pull.gather_indices,
-                    vals=self._vals, light_indptr=self._staged["indptr"],
-                    light_indices=self._staged["indices"], light_vals=self._staged["vals"],
-                    x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, v=self._v,
-                    d=self._d, uniform_v=self.uniform_v, uniform_d=self.uniform_d,
-                    inv_out=self._inv_out, alpha=self.alpha, nseg=pull.nseg,
-                    seg_row=h["seg_row"], seg_begin=h["begin"], seg_end=h["end"],
-                    heavy_threshold=pull.threshold, heavy_sum=pull.heavy_sum,
-                    permuted=pull.reorder is not None, xs_pos=pull.xs_pos,
-                    warp_rows=self._staged["warp_rows"], nwarps=self._nwarps, hist=hist,
-                    residuals=tested, s_first=first, s_last=last, delta=self.delta_steps,
-                    crit=test.code, tol_cmp=test.tol_cmp, start=first == 1, x0=x0,
-                    last_launch=last == max_steps, partials=self._partials))
+                self._solve((self._solve_grid,), (kernels.SOLVE_BLOCK,),
+                            self._solve_args.pack(
+                                x_a=xa, x_b=xb, xs_a=xsa, xs_b=xsb, hist=hist,
+                                residuals=tested, s_first=first, s_last=last,
+                                crit=test.code, tol_cmp=test.tol_cmp, start=first == 1,
+                                x0=x0, last_launch=last == max_steps))
                 # the one sync per launch
                 kept.append(cp.asnumpy(tested[first:last + 1]))
                 stop = test.first_below(kept[-1], first, callback)

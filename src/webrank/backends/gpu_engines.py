@@ -21,6 +21,9 @@ gpu`` runs every engine side by side, and the chosen one).
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,7 +36,8 @@ from webrank.backends.gpu_stream import StreamedGPUOperator
 from webrank.backends.hybrid import HybridOperator
 from webrank.backends.options import EngineOptions
 
-__all__ = ["ENGINES", "ENGINE_CLASSES", "choose_engine", "make_gpu_operator"]
+__all__ = ["ENGINES", "ENGINE_CLASSES", "choose_engine", "kept_operator",
+           "make_gpu_operator"]
 
 ENGINES = GPU_ENGINES
 #: the operator class of each engine (``"hybrid"``: ``method="hybrid"``'s)
@@ -144,3 +148,44 @@ def make_gpu_operator(graph: Any, alpha: float, personalization: Any, dangling: 
     if engine != "hybrid":  # (the hybrid method's split is in its own info entries)
         op.info["engine_reason"] = reason
     return op
+
+
+class KeptOperator:
+    """Where a graph keeps an operator between calls (:func:`kept_operator`): the
+    operator, detached from the graph, and the lock of the call using it."""
+
+    __slots__ = ("lock", "op")
+
+    def __init__(self) -> None:
+        self.op: Any = None
+        self.lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def kept_operator(graph: Any, key: tuple, build: Callable[[], Any]) -> Iterator[Any]:
+    """The GPU operator of one call: the one kept on ``graph`` by an earlier call with
+    the same ``key`` (the call's parameters: alpha, precision, engine options), else
+    ``build()``'s. After a call that ends without an error, an operator whose engine
+    allows it (``keep_between_calls``: the persistent engine, whose setup is 5-10% of a
+    small graph's warm call) is kept for the next one, detached from the graph (no
+    reference back). One call at a time uses it: a call that finds it taken (another
+    thread's) builds its own. Its device memory is that of its working vectors (the
+    graph's own arrays are cached on the graph anyway)."""
+    import cupy as cp
+
+    slot = graph.cached(("gpu", cp.cuda.Device().id, "operator", *key), KeptOperator)
+    if not slot.lock.acquire(blocking=False):
+        yield build()
+        return
+    try:
+        op, slot.op = slot.op, None
+        if op is None:
+            op = build()
+        else:
+            op.attach(graph)
+        yield op
+        if getattr(op, "keep_between_calls", False):
+            op.detach()
+            slot.op = op
+    finally:
+        slot.lock.release()

@@ -32,7 +32,21 @@ from webrank.kernels.cuda_common import COMMON, CTYPE, KernelArgs, compiled_kern
 
 PREFIX = "wr_"
 
-SOURCE = COMMON + r"""
+#: threads in a block of the persistent kernel (``wr_pull_solve``): two blocks of 512 a
+#: multiprocessor hold the warps of four of 256 with half the arrivals at each grid-wide
+#: barrier and half the block sums (H200: 0.6-0.9 us of a 16-21 us step less on
+#: web-NotreDame and cnr-2000; blocks of 1024 no better; benchmarks/gpu/persistent_phases.py)
+SOLVE_BLOCK = 512
+
+
+def solve_source(block: int) -> str:
+    """The kernels' source, the persistent kernel's blocks of ``block`` threads (a
+    multiple of 32, at most 1024; :data:`SOLVE_BLOCK` in :data:`SOURCE`)."""
+    return (COMMON + f"#define WR_SOLVE_BLOCK {block}\n"
+            f"#define WR_SOLVE_MIN_BLOCKS {max(1, 1024 // block)}\n" + _BODY)
+
+
+_BODY = r"""
 #include <cooperative_groups.h>
 
 // Gather sum of xs over in-links k = first, first + STRIDE, ... < end, with four
@@ -164,7 +178,7 @@ template <typename T, bool WEIGHTED> struct wr_staged { typedef T type; };
 template <typename T> struct wr_staged<T, true> { typedef double type; };
 
 #define WR_STAGE 256        // in-links a warp stages at a time (8 a lane)
-#define WR_STAGE_WARPS 8    // warps of a block (blocks of 256 threads)
+#define WR_STAGE_WARPS (WR_SOLVE_BLOCK / 32)   // warps of a block
 
 // The shared-memory slot of the q-th staged value: one slot of padding every 32 (16 for
 // 8-byte values), so that lanes summing rows of equal length do not all read one bank.
@@ -355,7 +369,7 @@ __device__ __forceinline__ void wr_slots_read(const double* row, const int crit,
 // (partials: one double a block). The host's launches that did both cost more than the
 // passes.
 template <typename IP, typename IX, typename T, bool WEIGHTED>
-__global__ void __launch_bounds__(256, 4) wr_pull_solve(
+__global__ void __launch_bounds__(WR_SOLVE_BLOCK, WR_SOLVE_MIN_BLOCKS) wr_pull_solve(
     const i64 n, const IP* __restrict__ indptr, const IX* __restrict__ indices,
     const T* __restrict__ vals, const IP* __restrict__ light_indptr,
     const IX* __restrict__ light_indices, const T* __restrict__ light_vals, double* x_a,
@@ -449,6 +463,8 @@ __global__ void __launch_bounds__(256, 4) wr_pull_solve(
             x_end[i] = __ldcg(x_end + i) / total;
 }
 """
+
+SOURCE = solve_source(SOLVE_BLOCK)
 
 ARCHIVE_SOURCE = r"""
 // End of one CUDA-graph replay of B steps: append the B history rows of W values
