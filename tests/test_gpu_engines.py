@@ -249,6 +249,10 @@ def test_persistent_operator_kept_between_calls(rng):
     assert op.graph is None and op.matrix.graph is None and op._pull.matrix.graph is None
     again = webrank.pagerank(g, device="gpu", tol=1e-12)
     assert _kept(g)[key] is op and again.iterations == first.iterations
+    # the uniform start it keeps is read, never written (max_iter=0 returns it, scaled)
+    zero = webrank.pagerank(g, device="gpu", max_iter=0, raise_on_nonconvergence=False)
+    np.testing.assert_allclose(zero.scores, np.full(g.n, 1.0 / g.n), rtol=1e-12)
+    np.testing.assert_array_equal(op._start.get(), np.full(g.n, 1.0 / g.n))
     for r in (first, again):
         assert np.abs(r.scores - ref.scores).sum() < 1e-10
     # other parameters: an operator of their own, the same answers as the CPU's

@@ -212,7 +212,7 @@ def pagerank(
     with _operator(graph, gpus, device, spec, alpha, v, d, dtype, tuning) as op:
         op.require(spec.requires, method)
         # the uniform start is made where it is used (no n-vector copy to the device)
-        x0_dev = op.full(1.0 / graph.n) if x0 is None else op.asarray(x0)
+        x0_dev = op.start_vector() if x0 is None else op.asarray(x0)
         op.prepare_steps()
         op.synchronize()
         t1 = time.perf_counter()

@@ -119,8 +119,13 @@ class Operator:
         return None
 
     def full(self, value: float) -> Any:
-        """An n-vector of float64 ``value`` on this backend (the uniform start)."""
+        """An n-vector of float64 ``value`` on this backend."""
         return self.xp.full(self.n, value, dtype=np.float64)
+
+    def start_vector(self) -> Any:
+        """The uniform start ``1/n`` of a solve, on this backend: a fresh vector (an
+        engine whose steps never write their start may keep one)."""
+        return self.full(1.0 / self.n)
 
     def normalized(self, x: Any) -> Any:
         """``x`` divided by its sum where that is positive, else ``x``, on this backend."""

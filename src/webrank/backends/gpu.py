@@ -816,6 +816,7 @@ class PersistentGPUOperator(GPUOperator):
         self.info["persistent_grid"] = self._solve_grid
         self._nwarps = self._solve_grid * (kernels.SOLVE_BLOCK // 32)
         self._partials = cp.empty(self._solve_grid)  # the normalising sum, by block
+        self._start: Any = None  # the uniform start (start_vector)
         threshold = pull.threshold
         light_bytes = 0 if not pull.n_heavy else (
             (g.indptr.itemsize + g.indices.itemsize
@@ -839,6 +840,13 @@ class PersistentGPUOperator(GPUOperator):
             warp_rows=staged["warp_rows"], nwarps=self._nwarps, delta=self.delta_steps,
             partials=self._partials)
 
+    def start_vector(self) -> Any:
+        """The uniform start, made once and kept with the operator: its steps only read
+        their start (the first launch copies it in)."""
+        if self._start is None:
+            self._start = self.full(1.0 / self.n)
+        return self._start
+
     def power_steps(self, x: Any, *, tol: float, max_steps: int, criterion: str,
                     callback: Any = None) -> StepsResult:
         cp = self.xp
@@ -853,10 +861,11 @@ class PersistentGPUOperator(GPUOperator):
             xa, xb = cp.empty(self.n), cp.empty(self.n)
             xsa, xsb = cp.empty(self.n, dtype=self.dtype), cp.empty(self.n, dtype=self.dtype)
             # row s: kernels.SLOTS slots of (residual, dangling mass, mass, L1 norm) after
-            # step s, which the kernel adds up
-            hist = cp.zeros((max_steps + 1, kernels.SLOTS, ACC_WIDTH), dtype=np.float64)
-            # entry s: step s's residual as the kernel reduced and tested it
-            tested = cp.zeros(max_steps + 1, dtype=np.float64)
+            # step s, which the kernel adds up; then entry s: step s's residual as the
+            # kernel reduced and tested it (one zeroed block for both)
+            rows = (max_steps + 1) * kernels.SLOTS * ACC_WIDTH
+            block = cp.zeros(rows + max_steps + 1, dtype=np.float64)
+            hist, tested = block[:rows], block[rows:]
             # (the split rows' sums, heavy_sum, are zero: each step clears what it read)
             first, stop = 1, None
             kept: list[np.ndarray] = []  # the residuals of each launch, as copied back
