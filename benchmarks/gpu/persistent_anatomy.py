@@ -191,8 +191,10 @@ extern "C" __global__ void nothing(int k) {
     if (k < 0) cooperative_groups::this_grid().sync(); }""", "nothing",
                          enable_cooperative_groups=True)
     plain = cp.RawKernel(r'extern "C" __global__ void nothing2(int k) {}', "nothing2")
-    empty((528,), (256,), (np.int32(1),))
-    plain((528,), (256,), (np.int32(1),))
+    # the persistent kernel's own grid and blocks
+    grid, block = (op._solve_grid,), (kernels.SOLVE_BLOCK,)
+    empty(grid, block, (np.int32(1),))
+    plain(grid, block, (np.int32(1),))
     sync = cp.cuda.Device().synchronize
     cases = {
         "stream": lambda: cp.cuda.Stream(non_blocking=True),
@@ -201,12 +203,12 @@ extern "C" __global__ void nothing(int k) {
         "pull_layout": lambda: gpu_backend.PullStep(op.matrix, EngineOptions(), 32),
         "get_kernel": lambda: kernels.get_kernel("int32", "int32", "float32", False, 1),
         "occupancy": lambda: cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            op._solve.kernel.ptr, 256, 0),
+            op._solve.kernel.ptr, kernels.SOLVE_BLOCK, 0),
         "make_operator": lambda: make_operator(
             g, device="gpu", alpha=0.85, personalization=None, dangling=None,
             dtype="float32", options=EngineOptions(engine="persistent")),
-        "launch_plain": lambda: plain((528,), (256,), (np.int32(1),)),
-        "launch_cooperative": lambda: empty((528,), (256,), (np.int32(1),)),
+        "launch_plain": lambda: plain(grid, block, (np.int32(1),)),
+        "launch_cooperative": lambda: empty(grid, block, (np.int32(1),)),
         "copy_vector": lambda: gpu_arrays.copy_vector(x),
         "history_start": lambda: gpu_arrays.write_history_start(
             x, op._g["dangling"], cp.empty(4)),
