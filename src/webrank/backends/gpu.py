@@ -788,7 +788,10 @@ class PersistentGPUOperator(GPUOperator):
     per solve, no CUDA-graph capture. Made for graphs that fit in L2, whose steps take
     tens of microseconds. Its row pass stages 32 rows' in-links at a time, each warp
     taking rows of about equal work (:func:`staged_layout`); the first launch copies the
-    start vector in and the last normalises the answer. Takes the pull engine's
+    start vector in and the last normalises the answer. Blocks of
+    :data:`~webrank.kernels.cuda.SOLVE_BLOCK` threads. A call may keep this operator on
+    the graph for the next call of the same parameters (``keep_between_calls``,
+    :func:`~webrank.backends.gpu_engines.kept_operator`). Takes the pull engine's
     ``heavy_threshold`` (default :data:`PERSISTENT_HEAVY_THRESHOLD`) and ``reorder``,
     and ``launch_steps``: steps per launch (default: all of them, so a solve is one
     launch; with a ``callback`` the default is 64, so that progress is reported).
